@@ -1,0 +1,38 @@
+// spmma — hardware conformance: the GPU's D against the emulator's, variant by variant.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace spmma::conform {
+
+struct Options {
+  std::string filter;          // only variants whose id contains this text
+  int trials_per_selector = 8; // per input kind (exact / general / specials) and selector
+  int wgmma_trials_per_selector = 2;
+  unsigned long long seed = 1;
+};
+
+struct Row {
+  std::string id;
+  int trials = 0;
+  int mismatches = 0;
+  double max_error = 0.0;      // largest |gpu - emulator| / (Σ|a·b| + |c|) on general inputs
+  int exact_trials = 0;        // trials on inputs whose exact result is representable
+  std::string note;            // first mismatch, or why the variant was skipped
+  bool skipped = false;
+};
+
+struct Report {
+  std::string device;
+  int compute_capability = 0;
+  std::string date;            // UTC, ISO 8601
+  std::vector<Row> rows;
+  std::vector<std::string> findings;  // answers to the open layout questions (docs/layouts.md)
+};
+
+// True when a CUDA GPU is usable; otherwise `why` says what is missing.
+bool gpu_available(std::string* why);
+// Runs every probe the local GPU can execute. Throws Error(not_supported) without a GPU.
+Report run(const Options& opts);
+
+}  // namespace spmma::conform

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Builds spmma (library, CLI, tests) in ./build, Release. Installs missing packages first.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+bash scripts/install-deps.sh
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
+cmake --build build -j"$(nproc)"

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Builds spmma and runs its demo; arguments go to `spmma demo`. Build output goes to stderr so
+# that stdout holds only the demo's own output.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+scripts/build.sh >&2
+exec ./build/spmma demo "$@"

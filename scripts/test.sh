@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# Builds spmma and runs its test suite (GPU tests too where a GPU and nvcc are present).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+scripts/build.sh
+ctest --test-dir build --output-on-failure -j2

@@ -1,0 +1,467 @@
+// spmma — structured-sparse formats on the host: prune, check, compress, decompress.
+// The layout is documented in include/spmma/sparse.hpp and docs/layouts.md
+// ("Compressed matrix (host, whole-matrix layout)").
+#include "spmma/sparse.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "spmma/error.hpp"
+
+namespace spmma {
+namespace {
+
+// ------------------------------------------------------------------ tables (data, not code)
+
+constexpr PatternInfo kPatterns[] = {
+    {Pattern::p2_4, "2:4", 4, 2, 1},
+    {Pattern::p1_2, "1:2", 2, 1, 1},
+    {Pattern::p4_8_pairs, "4:8 pair-wise", 8, 4, 2},
+};
+
+// Patterns per type; the first row of a type is its default (pattern_for).
+struct TypePattern {
+  ElemType type;
+  Pattern pattern;
+};
+constexpr TypePattern kTypePatterns[] = {
+    {ElemType::f16, Pattern::p2_4},        {ElemType::bf16, Pattern::p2_4},
+    {ElemType::e4m3, Pattern::p2_4},       {ElemType::e5m2, Pattern::p2_4},
+    {ElemType::e3m2, Pattern::p2_4},       {ElemType::e2m3, Pattern::p2_4},
+    {ElemType::s8, Pattern::p2_4},         {ElemType::u8, Pattern::p2_4},
+    {ElemType::tf32, Pattern::p1_2},       {ElemType::f32, Pattern::p1_2},
+    {ElemType::s4, Pattern::p4_8_pairs},   {ElemType::u4, Pattern::p4_8_pairs},
+    {ElemType::e2m1, Pattern::p4_8_pairs},  // .kind::mxf4, .kind::mxf4nvf4
+    {ElemType::e2m1, Pattern::p2_4},        // .kind::f8f6f4
+};
+
+// Every pattern is described over 4 "slots" of 2-bit indices: a 2:4 slot is an element, a 4:8
+// slot is a pair, and a 1:2 slot is a 16-bit half of the 32-bit pair (element e = slots 2e, 2e+1),
+// which is how PTX writes the tf32 nibbles. The nibble for a set of occupied slots (<= 2 slots
+// for 2:4 / 4:8, one whole element for 1:2) is PyTorch's choice
+// (torch/sparse/_semi_structured_conversions.py):
+//   two slots a < b -> a | b << 2;   none -> 0xE;  only 3 -> 0xE;  only 2 -> 0xE;
+//   only 1 -> 0x9 (slots 1,2);        only 0 -> 0x8 (slots 0,2).
+// For 1:2: element 0 (slots 0,1) -> 0x4, element 1 (slots 2,3) -> 0xE, none -> 0xE.
+uint8_t nibble_for_slots(unsigned slots) {
+  switch (slots) {
+    case 0b0000: return 0xE;
+    case 0b1000: return 0xE;
+    case 0b0100: return 0xE;
+    case 0b0010: return 0x9;
+    case 0b0001: return 0x8;
+    default: break;
+  }
+  unsigned lo = 0;
+  while (!(slots & (1u << lo))) ++lo;
+  unsigned hi = lo + 1;
+  while (!(slots & (1u << hi))) ++hi;
+  return static_cast<uint8_t>(lo | (hi << 2));
+}
+
+// Groups in a chunk (elements, or pairs for 4:8) and how many of them are kept.
+int groups_per_chunk(const PatternInfo& info) { return info.chunk / info.group; }
+int kept_groups(const PatternInfo& info) { return info.kept / info.group; }
+
+// The nibble for a mask of non-zero groups (bit g = group g holds a non-zero).
+uint8_t nibble_for_groups(Pattern p, unsigned groups) {
+  if (p == Pattern::p1_2) {
+    unsigned slots = ((groups & 1u) ? 0b0011u : 0u) | ((groups & 2u) ? 0b1100u : 0u);
+    return nibble_for_slots(slots);
+  }
+  return nibble_for_slots(groups);
+}
+
+// The dense group that each stored group goes to; returns the number of stored groups.
+int stored_groups(Pattern p, uint8_t nibble, std::array<int, 2>& dense_group) {
+  if (p == Pattern::p1_2) {
+    dense_group[0] = (nibble == 0xE) ? 1 : 0;
+    return 1;
+  }
+  dense_group[0] = nibble & 0x3;
+  dense_group[1] = (nibble >> 2) & 0x3;
+  return 2;
+}
+
+std::string hex_nibble(unsigned v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%X (0b%u%u%u%u)", v, (v >> 3) & 1, (v >> 2) & 1, (v >> 1) & 1, v & 1);
+  return buf;
+}
+
+std::string valid_list(Pattern p, bool ordered) {
+  std::string s;
+  for (unsigned v = 0; v < 16; ++v) {
+    if (!nibble_valid(p, static_cast<uint8_t>(v), ordered)) continue;
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "0x%X", v);
+    if (!s.empty()) s += ' ';
+    s += buf;
+  }
+  return s;
+}
+
+std::string chunk_where(int64_t row, int64_t chunk, const PatternInfo& info) {
+  const int64_t first = chunk * info.chunk;
+  return "row " + std::to_string(row) + ", chunk " + std::to_string(chunk) + " (cols " + std::to_string(first) +
+         ".." + std::to_string(first + info.chunk - 1) + ")";
+}
+
+std::string allowed_patterns(ElemType t) {
+  std::string s;
+  for (const TypePattern& tp : kTypePatterns)
+    if (tp.type == t) s += std::string(s.empty() ? "" : ", ") + pattern_info(tp.pattern).name;
+  return s;
+}
+
+// Throws not_supported for a type without a sparse form, invalid_argument for a pattern the
+// type does not take.
+void check_type_pattern(ElemType t, Pattern p, const char* who) {
+  (void)pattern_for(t);
+  if (!pattern_allowed(t, p))
+    fail(Status::invalid_argument, std::string(who) + ": type " + std::string(type_name(t)) + " has no " +
+                                       pattern_info(p).name + " sparse form (allowed: " + allowed_patterns(t) + ")");
+}
+
+// Checks type, pattern, shape and size of a dense matrix; returns the pattern.
+const PatternInfo& checked_dense(const Matrix& m, Pattern p, const char* who) {
+  check_type_pattern(m.type, p, who);
+  const PatternInfo& info = pattern_info(p);
+  if (m.rows < 0 || m.cols < 0)
+    fail(Status::invalid_argument, std::string(who) + ": negative shape " + std::to_string(m.rows) + " x " +
+                                       std::to_string(m.cols));
+  if (m.bits.size() != static_cast<size_t>(m.rows * m.cols))
+    fail(Status::invalid_argument, std::string(who) + ": matrix of " + std::to_string(m.rows) + " x " +
+                                       std::to_string(m.cols) + " holds " + std::to_string(m.bits.size()) +
+                                       " elements");
+  if (m.cols % info.chunk != 0)
+    fail(Status::invalid_argument, std::string(who) + ": cols = " + std::to_string(m.cols) +
+                                       " is not a multiple of the " + info.name + " chunk width " +
+                                       std::to_string(info.chunk) + " (type " + std::string(type_name(m.type)) +
+                                       ")");
+  return info;
+}
+
+// Words used in a violation message: for data ("non-zero") or for a caller's keep mask ("kept").
+struct Nouns {
+  const char* elems;       // "non-zeros"
+  const char* pairs;       // "non-zero pairs"
+  const char* half;        // "half zero"
+  const char* half_rule;   // "needs both or neither"
+};
+constexpr Nouns kDataNouns{"non-zeros", "non-zero pairs", "half zero", "needs both or neither"};
+constexpr Nouns kMaskNouns{"kept", "kept pairs", "half kept", "keeps both or neither"};
+
+// Scans the matrix row-major with `on(r, c)` = "position is non-zero / kept" and returns the
+// first chunk that breaks the pattern.
+template <class On>
+std::optional<Violation> scan(int64_t rows, int64_t cols, const PatternInfo& info, PairRule rule, const Nouns& nouns,
+                              On on) {
+  const int64_t chunks = cols / info.chunk;
+  const int groups = groups_per_chunk(info);
+  const int max_groups = kept_groups(info);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int64_t first = c * info.chunk;
+      int elems = 0, nz_groups = 0, half_group = -1;
+      for (int g = 0; g < groups; ++g) {
+        int in_group = 0;
+        for (int e = 0; e < info.group; ++e) in_group += on(r, first + g * info.group + e) ? 1 : 0;
+        elems += in_group;
+        if (in_group > 0) ++nz_groups;
+        if (in_group > 0 && in_group < info.group && half_group < 0) half_group = g;
+      }
+      std::string msg;
+      if (nz_groups > max_groups) {
+        if (info.group == 1) {
+          msg = chunk_where(r, c, info) + ": " + std::to_string(elems) + " " + nouns.elems + ", " + info.name +
+                " allows at most " + std::to_string(info.kept);
+        } else {
+          msg = chunk_where(r, c, info) + ": " + std::to_string(nz_groups) + " " + nouns.pairs + " (" +
+                std::to_string(elems) + " " + nouns.elems + "), " + info.name + " allows at most " +
+                std::to_string(max_groups) + " " + nouns.pairs;
+        }
+      } else if (half_group >= 0 && rule == PairRule::both_or_neither) {
+        const int64_t pc = first + half_group * info.group;
+        msg = chunk_where(r, c, info) + ": pair at cols " + std::to_string(pc) + ".." +
+              std::to_string(pc + info.group - 1) + " is " + nouns.half + "; " + info.name + " " + nouns.half_rule;
+      } else {
+        continue;
+      }
+      return Violation{r, c, first, elems, std::move(msg)};
+    }
+  }
+  return std::nullopt;
+}
+
+// Magnitude key of a group for prune_magnitude: NaN above everything, then sum of |x|.
+struct Key {
+  bool nan = false;
+  double mag = 0.0;
+  bool operator>(const Key& o) const {
+    if (nan != o.nan) return nan;
+    if (nan) return false;  // NaN vs NaN: a tie
+    return mag > o.mag;
+  }
+};
+
+}  // namespace
+
+// ------------------------------------------------------------------ patterns
+
+const PatternInfo& pattern_info(Pattern p) {
+  for (const PatternInfo& info : kPatterns)
+    if (info.pattern == p) return info;
+  fail(Status::invalid_argument, "pattern_info: unknown pattern " + std::to_string(static_cast<int>(p)));
+}
+
+Pattern pattern_for(ElemType t) {
+  for (const TypePattern& tp : kTypePatterns)
+    if (tp.type == t) return tp.pattern;
+  std::string have;
+  for (const TypePattern& tp : kTypePatterns) {
+    if (!have.empty()) have += ", ";
+    have += type_name(tp.type);
+  }
+  fail(Status::not_supported, "pattern_for: type " + std::string(type_name(t)) +
+                                  " has no sparse mma form (sparse A exists for " + have + ")");
+}
+
+bool pattern_allowed(ElemType t, Pattern p) {
+  for (const TypePattern& tp : kTypePatterns)
+    if (tp.type == t && tp.pattern == p) return true;
+  return false;
+}
+
+bool nibble_valid(Pattern p, uint8_t nibble, bool ordered) {
+  if (nibble > 0xF) return false;
+  if (p == Pattern::p1_2) return nibble == 0x4 || nibble == 0xE;
+  const unsigned idx0 = nibble & 0x3u, idx1 = (nibble >> 2) & 0x3u;
+  return ordered ? idx0 < idx1 : idx0 != idx1;
+}
+
+// ------------------------------------------------------------------ check
+
+std::optional<Violation> check_pattern(const Matrix& dense) { return check_pattern(dense, PairRule::some_nonzero); }
+
+std::optional<Violation> check_pattern(const Matrix& dense, PairRule rule) {
+  return check_pattern(dense, pattern_for(dense.type), rule);
+}
+
+std::optional<Violation> check_pattern(const Matrix& dense, Pattern p, PairRule rule) {
+  const PatternInfo& info = checked_dense(dense, p, "check_pattern");
+  return scan(dense.rows, dense.cols, info, rule, kDataNouns,
+              [&](int64_t r, int64_t c) { return !is_zero(dense.type, dense.at(r, c)); });
+}
+
+void require_pattern(const Matrix& dense) { require_pattern(dense, PairRule::some_nonzero); }
+
+void require_pattern(const Matrix& dense, PairRule rule) { require_pattern(dense, pattern_for(dense.type), rule); }
+
+void require_pattern(const Matrix& dense, Pattern p, PairRule rule) {
+  if (auto v = check_pattern(dense, p, rule)) fail(Status::pattern_violation, v->message);
+}
+
+// ------------------------------------------------------------------ prune
+
+Matrix prune_magnitude(const Matrix& dense) { return prune_magnitude(dense, pattern_for(dense.type)); }
+
+Matrix prune_magnitude(const Matrix& dense, Pattern p) {
+  const PatternInfo& info = checked_dense(dense, p, "prune_magnitude");
+  const int groups = groups_per_chunk(info);
+  const int keep = kept_groups(info);
+  Matrix out(dense.type, dense.rows, dense.cols);
+  const int64_t chunks = dense.cols / info.chunk;
+  for (int64_t r = 0; r < dense.rows; ++r) {
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int64_t first = c * info.chunk;
+      std::array<Key, 4> key{};
+      std::array<int, 4> order{};
+      for (int g = 0; g < groups; ++g) {
+        order[static_cast<size_t>(g)] = g;
+        Key& k = key[static_cast<size_t>(g)];
+        for (int e = 0; e < info.group; ++e) {
+          const uint64_t b = dense.at(r, first + g * info.group + e);
+          if (is_nan(dense.type, b)) {
+            k.nan = true;
+          } else {
+            k.mag += std::fabs(decode(dense.type, b));
+          }
+        }
+      }
+      // Stable: among equal keys the lower group (column) comes first.
+      std::stable_sort(order.begin(), order.begin() + groups,
+                       [&](int a, int b) { return key[static_cast<size_t>(a)] > key[static_cast<size_t>(b)]; });
+      for (int i = 0; i < keep; ++i) {
+        const int g = order[static_cast<size_t>(i)];
+        for (int e = 0; e < info.group; ++e) {
+          const int64_t col = first + g * info.group + e;
+          out.at(r, col) = dense.at(r, col);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+Matrix prune_mask(const Matrix& dense, const std::vector<uint8_t>& mask) {
+  return prune_mask(dense, mask, pattern_for(dense.type));
+}
+
+Matrix prune_mask(const Matrix& dense, const std::vector<uint8_t>& mask, Pattern p) {
+  const PatternInfo& info = checked_dense(dense, p, "prune_mask");
+  if (mask.size() != dense.bits.size())
+    fail(Status::invalid_argument, "prune_mask: mask has " + std::to_string(mask.size()) + " entries, the matrix " +
+                                       std::to_string(dense.rows) + " x " + std::to_string(dense.cols) + " needs " +
+                                       std::to_string(dense.bits.size()));
+  const auto at = [&](int64_t r, int64_t c) { return mask[static_cast<size_t>(r * dense.cols + c)] != 0; };
+  if (auto v = scan(dense.rows, dense.cols, info, PairRule::both_or_neither, kMaskNouns, at))
+    fail(Status::pattern_violation, "prune_mask: mask at " + v->message);
+  Matrix out(dense.type, dense.rows, dense.cols);
+  for (size_t i = 0; i < dense.bits.size(); ++i)
+    if (mask[i]) out.bits[i] = dense.bits[i];
+  return out;
+}
+
+// ------------------------------------------------------------------ Compressed
+
+int64_t Compressed::chunks_per_row() const { return cols / pattern_info(pattern).chunk; }
+
+int64_t Compressed::meta_words_per_row() const { return (chunks_per_row() + 3) / 4; }
+
+uint8_t Compressed::nibble(int64_t row, int64_t chunk) const {
+  const int64_t words = meta_words_per_row();
+  if (row < 0 || row >= rows || chunk < 0 || chunk >= chunks_per_row())
+    fail(Status::invalid_argument, "Compressed::nibble: row " + std::to_string(row) + ", chunk " +
+                                       std::to_string(chunk) + " outside " + std::to_string(rows) + " rows x " +
+                                       std::to_string(chunks_per_row()) + " chunks");
+  const size_t w = static_cast<size_t>(row * words + chunk / 4);
+  if (w >= metadata.size())
+    fail(Status::invalid_argument, "Compressed::nibble: metadata holds " + std::to_string(metadata.size()) +
+                                       " words, needs " + std::to_string(rows * words));
+  return static_cast<uint8_t>((metadata[w] >> (4 * (chunk % 4))) & 0xF);
+}
+
+void Compressed::set_nibble(int64_t row, int64_t chunk, uint8_t v) {
+  const int64_t words = meta_words_per_row();
+  if (row < 0 || row >= rows || chunk < 0 || chunk >= chunks_per_row())
+    fail(Status::invalid_argument, "Compressed::set_nibble: row " + std::to_string(row) + ", chunk " +
+                                       std::to_string(chunk) + " outside " + std::to_string(rows) + " rows x " +
+                                       std::to_string(chunks_per_row()) + " chunks");
+  if (v > 0xF) fail(Status::invalid_argument, "Compressed::set_nibble: value " + std::to_string(v) + " > 0xF");
+  const size_t need = static_cast<size_t>(rows * words);
+  if (metadata.size() < need) metadata.resize(need, 0);
+  const size_t w = static_cast<size_t>(row * words + chunk / 4);
+  const int shift = 4 * static_cast<int>(chunk % 4);
+  metadata[w] = static_cast<uint16_t>((metadata[w] & ~(0xFu << shift)) | (static_cast<unsigned>(v) << shift));
+}
+
+size_t Compressed::value_bytes() const {
+  int bits = type_info(type).bits;
+  // e3m2 / e2m3, and e2m1 under 2:4 (only .kind::f8f6f4 has it): one 8-bit container each.
+  if (bits == 6 || (type == ElemType::e2m1 && pattern == Pattern::p2_4)) bits = 8;
+  const size_t n = static_cast<size_t>(rows) * static_cast<size_t>(cols / 2);
+  return (n * static_cast<size_t>(bits) + 7) / 8;
+}
+
+size_t Compressed::metadata_bytes() const {
+  return static_cast<size_t>(rows) * static_cast<size_t>(meta_words_per_row()) * sizeof(uint16_t);
+}
+
+// ------------------------------------------------------------------ compress / decompress
+
+Compressed compress(const Matrix& dense, bool ordered_metadata) {
+  return compress(dense, pattern_for(dense.type), ordered_metadata);
+}
+
+Compressed compress(const Matrix& dense, Pattern p, bool ordered_metadata) {
+  const PatternInfo& info = checked_dense(dense, p, "compress");
+  if (auto v = check_pattern(dense, p, PairRule::some_nonzero))
+    fail(Status::pattern_violation, "compress: " + v->message);
+
+  Compressed c;
+  c.type = dense.type;
+  c.pattern = info.pattern;
+  c.rows = dense.rows;
+  c.cols = dense.cols;
+  c.ordered = ordered_metadata;
+  c.values = Matrix(dense.type, dense.rows, dense.cols / 2);
+  const int64_t chunks = c.chunks_per_row();
+  const int64_t words = c.meta_words_per_row();
+  c.metadata.assign(static_cast<size_t>(dense.rows * words), 0);
+  const int groups = groups_per_chunk(info);
+
+  for (int64_t r = 0; r < dense.rows; ++r) {
+    for (int64_t ch = 0; ch < chunks; ++ch) {
+      const int64_t first = ch * info.chunk;
+      unsigned nz = 0;
+      for (int g = 0; g < groups; ++g)
+        for (int e = 0; e < info.group; ++e)
+          if (!is_zero(dense.type, dense.at(r, first + g * info.group + e))) nz |= 1u << g;
+      const uint8_t nib = nibble_for_groups(info.pattern, nz);
+      c.set_nibble(r, ch, nib);
+      std::array<int, 2> dg{};
+      const int n = stored_groups(info.pattern, nib, dg);
+      for (int s = 0; s < n; ++s)
+        for (int e = 0; e < info.group; ++e)
+          c.values.at(r, ch * info.kept + s * info.group + e) =
+              dense.at(r, first + dg[static_cast<size_t>(s)] * info.group + e);
+    }
+  }
+  return c;
+}
+
+Matrix decompress(const Compressed& c) {
+  check_type_pattern(c.type, c.pattern, "decompress");
+  const PatternInfo& info = pattern_info(c.pattern);
+  if (c.rows < 0 || c.cols < 0 || c.cols % info.chunk != 0)
+    fail(Status::invalid_argument, "decompress: shape " + std::to_string(c.rows) + " x " + std::to_string(c.cols) +
+                                       " (cols must be a non-negative multiple of " + std::to_string(info.chunk) +
+                                       " for " + info.name + ")");
+  if (c.values.type != c.type || c.values.rows != c.rows || c.values.cols != c.cols / 2 ||
+      c.values.bits.size() != static_cast<size_t>(c.rows * (c.cols / 2)))
+    fail(Status::invalid_argument, "decompress: values are " + std::string(type_name(c.values.type)) + " " +
+                                       std::to_string(c.values.rows) + " x " + std::to_string(c.values.cols) +
+                                       ", expected " + std::string(type_name(c.type)) + " " +
+                                       std::to_string(c.rows) + " x " + std::to_string(c.cols / 2));
+  const int64_t chunks = c.chunks_per_row();
+  const int64_t words = c.meta_words_per_row();
+  if (c.metadata.size() != static_cast<size_t>(c.rows * words))
+    fail(Status::invalid_argument, "decompress: metadata holds " + std::to_string(c.metadata.size()) +
+                                       " words, expected " + std::to_string(c.rows) + " rows x " +
+                                       std::to_string(words) + " = " + std::to_string(c.rows * words));
+
+  Matrix out(c.type, c.rows, c.cols);
+  for (int64_t r = 0; r < c.rows; ++r) {
+    for (int64_t ch = 0; ch < chunks; ++ch) {
+      const uint8_t nib = c.nibble(r, ch);
+      if (!nibble_valid(info.pattern, nib, c.ordered))
+        fail(Status::invalid_value, "decompress: row " + std::to_string(r) + ", chunk " + std::to_string(ch) +
+                                        ": metadata nibble " + hex_nibble(nib) + " is forbidden for " + info.name +
+                                        (info.pattern == Pattern::p1_2 ? std::string()
+                                                                       : (c.ordered ? " ordered" : " unordered")) +
+                                        " metadata (valid: " + valid_list(info.pattern, c.ordered) + ")");
+      std::array<int, 2> dg{};
+      const int n = stored_groups(info.pattern, nib, dg);
+      for (int s = 0; s < n; ++s)
+        for (int e = 0; e < info.group; ++e)
+          out.at(r, ch * info.chunk + dg[static_cast<size_t>(s)] * info.group + e) =
+              c.values.at(r, ch * info.kept + s * info.group + e);
+    }
+    // Padding nibbles of the row's last word must be zero.
+    for (int64_t ch = chunks; ch < words * 4; ++ch) {
+      const unsigned v = (c.metadata[static_cast<size_t>(r * words + ch / 4)] >> (4 * (ch % 4))) & 0xFu;
+      if (v != 0)
+        fail(Status::invalid_value, "decompress: row " + std::to_string(r) + ": padding nibble " +
+                                        std::to_string(ch % 4) + " of metadata word " + std::to_string(ch / 4) +
+                                        " (after the row's " + std::to_string(chunks) + " chunks) is " +
+                                        hex_nibble(v) + ", must be 0");
+    }
+  }
+  return out;
+}
+
+}  // namespace spmma

@@ -1,0 +1,47 @@
+// `spmma ptx`: PTX modules generated from the registry, for ptxas to assemble.
+#include <fstream>
+#include <iostream>
+#include <map>
+
+#include "commands.hpp"
+#include "spmma/error.hpp"
+#include "spmma/ptx.hpp"
+
+namespace spmma::cli {
+
+void register_ptx(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "ptx", "Write a PTX module exercising every registry variant of one minimum target (for ptxas)");
+  struct Opts {
+    std::string target;
+    std::string out;
+    int max_isa = 90;
+  };
+  auto o = std::make_shared<Opts>();
+  cmd->add_option("--target", o->target, "Minimum target of the variants to include, e.g. sm_80, sm_90a, sm_120a")
+      ->required();
+  cmd->add_option("--out", o->out, "Output file (default: standard output)");
+  cmd->add_option("--max-ptx-isa", o->max_isa,
+                  "Leave out variants newer than this PTX ISA version, x10 (default 90: CUDA 13.0's ptxas)");
+  cmd->callback([o] {
+    std::vector<const isa::Variant*> vs;
+    int isa_needed = 60;
+    for (const auto& v : isa::registry())
+      if (v.target.name() == o->target && v.ptx_isa <= o->max_isa) {
+        vs.push_back(&v);
+        isa_needed = std::max(isa_needed, v.ptx_isa);
+      }
+    if (vs.empty()) fail(Status::invalid_argument, "no registry variant has minimum target '" + o->target + "'");
+    const std::string text = isa::ptx_module(vs, o->target, std::max(isa_needed, 78));
+    if (o->out.empty()) {
+      std::cout << text;
+    } else {
+      std::ofstream f(o->out);
+      if (!f) fail(Status::io_error, o->out + ": cannot write");
+      f << text;
+      std::cerr << o->out << ": " << vs.size() << " variants for " << o->target << "\n";
+    }
+  });
+}
+
+}  // namespace spmma::cli

@@ -1,0 +1,205 @@
+// spmma_gen_probes: writes probes_generated.cu, one conformance probe kernel per registry
+// variant that an sm_90a build can run, with the instruction text from the registry.
+//
+//   spmma_gen_probes OUT_DIR SHARDS
+// writes OUT_DIR/probes_<i>.cu for i < SHARDS (the kernels, spread so that a parallel build
+// compiles them side by side) and OUT_DIR/probes_table.cu (the table of launchers).
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "spmma/isa.hpp"
+#include "spmma/ptx.hpp"
+
+using namespace spmma;
+using namespace spmma::isa;
+
+namespace {
+
+// The C++ type and inline-asm constraint letter of a fragment's registers.
+struct RegKind {
+  const char* ctype;
+  char letter;
+  const char* from_u64;  // expression turning uint64_t `x` into ctype
+  const char* to_u64;    // expression turning ctype `x` into uint64_t
+};
+
+RegKind reg_kind(const Fragment& f) {
+  if (f.reg_bits == 64) return {"double", 'd', "__longlong_as_double(static_cast<long long>(x))", "static_cast<uint64_t>(__double_as_longlong(x))"};
+  if (ptx_reg_type(f) == ".f32") return {"float", 'f', "__uint_as_float(static_cast<uint32_t>(x))", "static_cast<uint64_t>(__float_as_uint(x))"};
+  return {"uint32_t", 'r', "static_cast<uint32_t>(x)", "static_cast<uint64_t>(x)"};
+}
+
+std::string guard(const Variant& v) {
+  if (v.target.arch_specific) return "defined(__CUDA_ARCH_FEAT_SM" + std::to_string(v.target.sm) + "_ALL)";
+  return "defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= " + std::to_string(v.target.sm * 10);
+}
+
+std::string subst(std::string s, const std::string& from, const std::string& to) {
+  for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size())) s.replace(p, from.size(), to);
+  return s;
+}
+
+void load_regs(std::ostream& o, const char* name, const Fragment& f, const char* base, const char* indent) {
+  const RegKind k = reg_kind(f);
+  for (int r = 0; r < f.regs; ++r)
+    o << indent << k.ctype << " " << name << r << " = [](uint64_t x) { return " << k.from_u64 << "; }(" << base
+      << "[" << r << "]);\n";
+}
+
+// The asm statement for one selector value.
+std::string asm_statement(const Variant& v, int selector, const char* indent) {
+  const bool wg = v.wgmma();
+  const bool a_regs = !wg || v.a_source == ASource::registers;
+  const int nd = v.fd.regs, na = a_regs ? v.fa.regs : 0, nb = wg ? 0 : v.fb.regs, nc = wg ? 0 : v.fc.regs;
+  // Operand numbers: outputs d first, then a, b, c, e (and for wgmma the descriptors and scale-d).
+  const int a0 = nd, b0 = a0 + na, c0 = b0 + nb, e_idx = c0 + nc;
+  PtxOperands ops;
+  ops.reg = [&](char op, int i) -> std::string {
+    switch (op) {
+      case 'd': return "%" + std::to_string(i);
+      case 'a': return "%" + std::to_string(a0 + i);
+      case 'b': return "%" + std::to_string(b0 + i);
+      case 'c': return "%" + std::to_string(c0 + i);
+      case 'e': return "%" + std::to_string(e_idx);
+    }
+    return "?";
+  };
+  ops.selector = std::to_string(selector);
+  ops.a_desc = "%" + std::to_string(e_idx + 1);
+  ops.b_desc = "%" + std::to_string(e_idx + 2);
+  ops.scale_d = "p";
+  std::string text = ptx_instruction(v, ops);
+  if (wg) text = "{\\n.reg .pred p;\\nsetp.ne.b32 p, %" + std::to_string(e_idx + 3) + ", 0;\\n" + text + "\\n}";
+  std::ostringstream s;
+  s << indent << "asm volatile(\"" << text << "\"\n" << indent << "    : ";
+  const RegKind dk = reg_kind(v.fd);
+  for (int i = 0; i < nd; ++i) s << (i ? ", " : "") << "\"" << (wg ? "+" : "=") << dk.letter << "\"(d" << i << ")";
+  s << "\n" << indent << "    : ";
+  bool first = true;
+  auto in = [&](char letter, const std::string& name) {
+    s << (first ? "" : ", ") << "\"" << letter << "\"(" << name << ")";
+    first = false;
+  };
+  for (int i = 0; i < na; ++i) in(reg_kind(v.fa).letter, "a" + std::to_string(i));
+  for (int i = 0; i < nb; ++i) in(reg_kind(v.fb).letter, "b" + std::to_string(i));
+  for (int i = 0; i < nc; ++i) in(reg_kind(v.fc).letter, "c" + std::to_string(i));
+  if (v.sparse()) in('r', "e");
+  else s << (first ? "" : ", ") << "\"r\"(e)";  // keeps operand numbering uniform; unused
+  if (wg) {
+    in('l', "desc_a");
+    in('l', "desc_b");
+    in('r', "scale_d");
+  }
+  s << (wg ? "\n" + std::string(indent) + "    : \"memory\");\n" : ");\n");
+  return s.str();
+}
+
+void emit_probe(std::ostream& o, const Variant& v, int idx) {
+  const bool wg = v.wgmma();
+  const bool a_regs = !wg || v.a_source == ASource::registers;
+  const int threads = v.threads();
+  o << "// " << v.id << "\n";
+  o << "__global__ void __launch_bounds__(" << threads << ") probe_" << idx << "(ProbeArgs p) {\n";
+  o << "#if " << guard(v) << "\n";
+  o << "  const int lane = threadIdx.x;\n";
+  if (wg) o << "  extern __shared__ __align__(1024) uint8_t smem[];\n";
+  o << "  for (int t = blockIdx.x; t < p.trials; t += gridDim.x) {\n";
+  o << "    const size_t slot = static_cast<size_t>(t) * " << threads << " + lane;\n";
+  if (a_regs) {
+    o << "    const uint64_t* A = p.a + slot * " << v.fa.regs << ";\n";
+    load_regs(o, "a", v.fa, "A", "    ");
+  }
+  if (!wg) {
+    o << "    const uint64_t* B = p.b + slot * " << v.fb.regs << ";\n";
+    load_regs(o, "b", v.fb, "B", "    ");
+    o << "    const uint64_t* C = p.c + slot * " << v.fc.regs << ";\n";
+    load_regs(o, "c", v.fc, "C", "    ");
+    const RegKind dk = reg_kind(v.fd);
+    for (int r = 0; r < v.fd.regs; ++r) o << "    " << dk.ctype << " d" << r << ";\n";
+  } else {
+    // D starts as C (the instruction accumulates into its D registers).
+    o << "    const uint64_t* C = p.c + slot * " << v.fc.regs << ";\n";
+    load_regs(o, "d", v.fd, "C", "    ");
+    o << "    copy_smem_images(p, t, smem);\n";
+    o << "    const uint64_t desc_a = smem_desc(smem, p.lbo_a, p.sbo_a, p.swizzle_a);\n";
+    o << "    const uint64_t desc_b = smem_desc(smem + p.smem_a_bytes_padded(), p.lbo_b, p.sbo_b, 0);\n";
+    o << "    const uint32_t scale_d = p.scale_d[t];\n";
+    o << "    asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");\n";
+  }
+  o << "    const uint32_t e = p.e ? p.e[slot] : 0u;\n";
+  if (v.sparse()) {
+    o << "    switch (p.sel[t]) {\n";
+    for (int s = 0; s < 4; ++s) {
+      if (!v.meta->selector_valid(s)) continue;
+      o << "      case " << s << ":\n" << asm_statement(v, s, "        ") << "        break;\n";
+    }
+    o << "      default: break;\n    }\n";
+  } else {
+    o << asm_statement(v, 0, "    ");
+  }
+  if (wg) {
+    o << "    asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");\n";
+    o << "    asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");\n";
+    const RegKind dk = reg_kind(v.fd);
+    for (int r = 0; r < v.fd.regs; ++r)
+      o << "    asm volatile(\"\" : \"+" << dk.letter << "\"(d" << r << ") :: \"memory\");\n";
+  }
+  o << "    uint64_t* D = p.d + slot * " << v.fd.regs << ";\n";
+  const RegKind dk = reg_kind(v.fd);
+  for (int r = 0; r < v.fd.regs; ++r)
+    o << "    D[" << r << "] = [](" << dk.ctype << " x) { return " << dk.to_u64 << "; }(d" << r << ");\n";
+  if (wg) o << "    __syncthreads();\n";
+  o << "  }\n#else\n  (void)p;\n#endif\n}\n";
+  o << "}  // namespace\nvoid launch_" << idx << "(const ProbeArgs& p, int blocks) { probe_" << idx << "<<<blocks, "
+    << threads << ", " << (wg ? "p.smem_total()" : "0") << ">>>(p); }\nnamespace {\n\n";
+}
+
+bool write_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path);
+  if (!f) {
+    std::cerr << "spmma_gen_probes: cannot write " << path << "\n";
+    return false;
+  }
+  f << text;
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::cerr << "usage: spmma_gen_probes OUT_DIR SHARDS\n";
+    return 2;
+  }
+  const std::string dir = argv[1];
+  const int shards = std::max(1, std::atoi(argv[2]));
+  std::vector<const Variant*> vs;
+  for (const Variant& v : registry())
+    if (v.target.runs_on(90)) vs.push_back(&v);  // sm_120a forms: assembled by ptxas, emulated only
+  const char* head = "// Generated by spmma_gen_probes from the ISA registry. Do not edit.\n#include <cstdint>\n"
+                     "#include \"probe/probe_device.cuh\"\n\nnamespace spmma::probe {\n";
+  std::vector<std::ostringstream> out(static_cast<size_t>(shards));
+  for (auto& o : out) o << head << "namespace {\n\n";
+  std::ostringstream table;
+  table << head;
+  for (size_t i = 0; i < vs.size(); ++i) table << "void launch_" << i << "(const ProbeArgs&, int);\n";
+  table << "\nconst ProbeEntry kProbes[] = {\n";
+  for (size_t i = 0; i < vs.size(); ++i) {
+    // Round-robin keeps the heavy wide-N wgmma kernels spread over the shards.
+    emit_probe(out[i % static_cast<size_t>(shards)], *vs[i], static_cast<int>(i));
+    table << "    {\"" << vs[i]->id << "\", &launch_" << i << ", " << vs[i]->threads() << "},\n";
+  }
+  table << "};\nconst int kProbeCount = " << vs.size() << ";\n\n}  // namespace spmma::probe\n";
+  for (int k = 0; k < shards; ++k) {
+    out[static_cast<size_t>(k)] << "}  // namespace\n}  // namespace spmma::probe\n";
+    if (!write_file(dir + "/probes_" + std::to_string(k) + ".cu", out[static_cast<size_t>(k)].str())) return 1;
+  }
+  if (!write_file(dir + "/probes_table.cu", table.str())) return 1;
+  std::cerr << "spmma_gen_probes: " << vs.size() << " probes in " << shards << " files under " << dir << "\n";
+  return 0;
+}
