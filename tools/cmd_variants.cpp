@@ -58,6 +58,14 @@ nlohmann::json variant_json(const isa::Variant& v) {
       {"fragments", {{"a", fragment_json(v.fa)}, {"b", fragment_json(v.fb)}, {"c", fragment_json(v.fc)},
                      {"d", fragment_json(v.fd)}}},
   };
+  // Where the variant's facts come from: the H100 conformance run, or (sm_120a forms, which no
+  // lent GPU runs) ptxas and the emulator alone.
+  j["hardware_checked"] = v.target.runs_on(90);
+  if (!v.target.runs_on(90))
+    j["status"] = v.ptx_isa <= 90 ? "assembled by ptxas for " + v.target.name() + "; emulated only"
+                                  : "PTX ISA " + v.ptx_isa_name() + " (newer than CUDA 13.0's ptxas); emulated only";
+  else
+    j["status"] = v.verified ? "verified on hardware" : "not yet verified on hardware";
   if (v.wgmma()) j["a_source"] = v.a_source == isa::ASource::registers ? "registers" : "descriptor";
   if (v.bitop != isa::BitOp::none) j["bitop"] = v.bitop == isa::BitOp::xor_popc ? "xor.popc" : "and.popc";
   if (v.family == isa::Family::mma && v.m == 8 && v.k == 4)
@@ -105,12 +113,13 @@ nlohmann::json bits_json(const Matrix& m) {
 void register_variants(CLI::App& app) {
   auto* cmd = app.add_subcommand("variants", "List every MMA variant the spec defines (the ISA registry)");
   struct Opts {
-    bool json = false;
+    bool json = false, markdown = false;
     std::string filter;
     int runs_on = 0;
   };
   auto o = std::make_shared<Opts>();
   cmd->add_flag("--json", o->json, "Print one JSON array (id, ptx, target, verified, shape, types, layouts)");
+  cmd->add_flag("--markdown", o->markdown, "Print a Markdown table (docs/isa.md is made with it)");
   cmd->add_option("--filter", o->filter, "Only variants whose id contains this text");
   cmd->add_option("--runs-on", o->runs_on, "Only variants that run on this compute capability (e.g. 90)");
   cmd->callback([o] {
@@ -124,6 +133,24 @@ void register_variants(CLI::App& app) {
       nlohmann::json arr = nlohmann::json::array();
       for (auto* v : rows) arr.push_back(variant_json(*v));
       std::cout << arr.dump(1) << "\n";
+      return;
+    }
+    if (o->markdown) {
+      std::cout << "| variant | target | PTX ISA | regs A/B/C/D | metadata lanes | selectors | verified |\n"
+                << "|---|---|---|---|---|---|---|\n";
+      for (auto* v : rows) {
+        auto regs = [](const isa::Fragment& f) { return f.kind == isa::FragKind::smem ? std::string("smem") : std::to_string(f.regs); };
+        std::string sel = "-", lanes = "-";
+        if (v->meta) {
+          sel.clear();
+          for (int s = 0; s < 4; ++s)
+            if (v->meta->selector_valid(s)) sel += (sel.empty() ? "" : ",") + std::to_string(s);
+          lanes = std::to_string(v->meta->lanes_per_group) + " per quad";
+        }
+        std::cout << "| `" << v->id << "` | " << v->target.name() << " | " << v->ptx_isa_name() << " | " << regs(v->fa)
+                  << "/" << regs(v->fb) << "/" << v->fc.regs << "/" << v->fd.regs << " | " << lanes << " | " << sel << " | "
+                  << (v->verified ? "yes" : v->target.runs_on(90) ? "no" : "emulated only") << " |\n";
+      }
       return;
     }
     size_t w = 10;

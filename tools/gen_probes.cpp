@@ -126,7 +126,7 @@ void emit_probe(std::ostream& o, const Variant& v, int idx) {
     o << "    const uint64_t* C = p.c + slot * " << v.fc.regs << ";\n";
     load_regs(o, "d", v.fd, "C", "    ");
     o << "    copy_smem_images(p, t, smem);\n";
-    o << "    const uint64_t desc_a = smem_desc(smem, p.lbo_a, p.sbo_a, p.swizzle_a);\n";
+    o << "    const uint64_t desc_a = smem_desc(smem + (p.a_offset ? p.a_offset[t] : 0u), p.lbo_a, p.sbo_a, p.swizzle_a);\n";
     o << "    const uint64_t desc_b = smem_desc(smem + p.smem_a_bytes_padded(), p.lbo_b, p.sbo_b, 0);\n";
     o << "    const uint32_t scale_d = p.scale_d[t];\n";
     o << "    asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");\n";
@@ -159,7 +159,17 @@ void emit_probe(std::ostream& o, const Variant& v, int idx) {
     << threads << ", " << (wg ? "p.smem_total()" : "0") << ">>>(p); }\nnamespace {\n\n";
 }
 
+// Writes only when the text changed, so that an unchanged probe file keeps its timestamp and
+// is not compiled again.
 bool write_file(const std::string& path, const std::string& text) {
+  {
+    std::ifstream old(path, std::ios::binary);
+    if (old) {
+      std::ostringstream cur;
+      cur << old.rdbuf();
+      if (cur.str() == text) return true;
+    }
+  }
   std::ofstream f(path);
   if (!f) {
     std::cerr << "spmma_gen_probes: cannot write " << path << "\n";

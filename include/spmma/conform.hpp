@@ -1,5 +1,6 @@
 // spmma — hardware conformance: the GPU's D against the emulator's, variant by variant.
 #pragma once
+#include <map>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,9 @@ struct Row {
   int exact_trials = 0;        // trials on inputs whose exact result is representable
   std::string note;            // first mismatch, or why the variant was skipped
   bool skipped = false;
+  // Per input kind: "exact", "general", "specials" (Inf/NaN in B), "unordered" (plain mma.sp
+  // and wgmma with idx0 > idx1 nibbles): {trials, mismatches}.
+  std::map<std::string, std::pair<int, int>> by_kind;
 };
 
 struct Report {

@@ -294,16 +294,20 @@ uint64_t random_value(ElemType t, std::mt19937_64& rng, Inputs kind) {
     const int x = static_cast<int>(rng() % 7) - 3;  // -3..3: exact in every float type with a sign
     return encode(t, ti.is_signed ? x : std::abs(x) + 1);
   }
-  if (ti.bits <= 8) {  // narrow floats: any non-NaN, finite pattern
+  if (ti.bits <= 8) {
+    // Narrow floats: any finite pattern of magnitude at most 16, subnormals included, so that
+    // sums of up to 128 products stay inside even an f16 accumulator's range.
     for (;;) {
       const uint64_t p = rng() & elem_mask(ti.bits);
       const double x = decode(t, p);
-      if (std::isfinite(x)) return p;
+      if (std::isfinite(x) && std::fabs(x) <= 16.0) return p;
     }
   }
   // Wide floats: a uniform value in [-2, 2) with a random binary exponent shift in [-4, 4].
   std::uniform_real_distribution<double> u(-2.0, 2.0);
   const double x = std::ldexp(u(rng), static_cast<int>(rng() % 9) - 4);
+  // tf32 operands carry random low 13 bits: the tensor cores must ignore them.
+  if (t == ElemType::tf32) return encode(t, x) | (rng() & 0x1FFF);
   return encode(t, x);
 }
 

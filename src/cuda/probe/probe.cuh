@@ -26,6 +26,7 @@ struct ProbeArgs {
   uint32_t smem_a_bytes = 0, smem_b_bytes = 0;
   uint32_t lbo_a = 0, sbo_a = 0, lbo_b = 0, sbo_b = 0;
   uint32_t swizzle_a = 0;        // descriptor swizzle mode of A: 0 none, 1 128B
+  const uint32_t* a_offset = nullptr;  // [trials] bytes added to A's descriptor start address
 
   // B's image starts at the next 1024-byte boundary after A's (128B swizzle atoms need it).
   __host__ __device__ uint32_t smem_a_bytes_padded() const { return (smem_a_bytes + 1023u) / 1024u * 1024u; }
