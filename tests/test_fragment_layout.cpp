@@ -257,6 +257,39 @@ TEST(FragmentLayout, LoadedWordsFeedTheInstructionExactly) {
   }
 }
 
+// The documented closed forms in terms of the Compressed matrix's 16-bit words M[row][i]
+// (4 nibbles each), for lane (g, t < L) of a 16-row block at row r0 and k-step ks:
+//   16/32-bit types: e = M[r0+g][ks·L+t] | M[r0+g+8][ks·L+t] << 16
+//   8/4-bit types:   e = M[r][ks·L+2(t/2)] | M[r][ks·L+2(t/2)+1] << 16, r = r0 + g + 8(t%2)
+TEST(FragmentLayout, ClosedFormsInCompressedWords) {
+  FRAG_SEEDED_RNG(rng);
+  for (const isa::Variant* vp : variants_under_test()) {
+    const isa::Variant& v = *vp;
+    SCOPED_TRACE(v.id);
+    const Compressed c = random_compressed(rng, v, v.m, 1 + static_cast<int64_t>(rng() % 5));
+    const FragmentReadyMeta f = to_fragment_ready(c, v);
+    const int L = lanes_per_group(v);
+    const bool half = type_info(v.a).bits >= 16;
+    const int64_t wpr = c.meta_words_per_row();
+    auto m16 = [&](int64_t row, int64_t i) { return static_cast<uint32_t>(c.metadata[static_cast<size_t>(row * wpr + i)]); };
+    for (int64_t ks = 0; ks < f.k_steps(); ++ks)
+      for (int lane = 0; lane < v.threads(); ++lane) {
+        const int g = (lane % 32) / 4, t = lane % 4;
+        const int64_t r0 = 16 * (lane / 32);
+        uint32_t want = 0;
+        if (t < L) {
+          if (half) {
+            want = m16(r0 + g, ks * L + t) | m16(r0 + g + 8, ks * L + t) << 16;
+          } else {
+            const int64_t r = r0 + g + 8 * (t % 2), i = ks * L + 2 * (t / 2);
+            want = m16(r, i) | m16(r, i + 1) << 16;
+          }
+        }
+        ASSERT_EQ(fragment_ready_word(f, 0, ks, lane), want) << "k-step " << ks << ", lane " << lane;
+      }
+  }
+}
+
 // ------------------------------------------------------------------ (3) bad inputs
 
 TEST(FragmentLayout, BadShapesAndTypesAreInvalidArgumentNamingTheValue) {
@@ -352,8 +385,11 @@ TEST(FragmentLayout, WorkedExampleFromDocs) {
   EXPECT_EQ(f.words[14], 0x44444444u);
   EXPECT_EQ(f.words[15], 0x44444444u);
   EXPECT_EQ(fragment_ready_word(f, 0, 1, 5), f.words[13]);
-  // Lane 0 (p = 0) loads words[0..3]: rows 0, 8, cols 0..15 of k-step 0.
+  // Lane 0 (p = 0) loads words[0..3]: rows 0, 8, cols 0..15 of k-step 0, then cols 32..47.
   EXPECT_EQ(f.words[0], m16(0, 0) | m16(8, 0) << 16);
+  EXPECT_EQ(f.words[1], m16(0, 2) | m16(8, 2) << 16);  // k-step 1: cols 32..47
+  EXPECT_EQ(f.words[2], 0x44444444u);
+  EXPECT_EQ(f.words[3], 0x44444444u);
   // Lane 2 (t = 2) holds none for selector 0.
   EXPECT_EQ(fragment_ready_word(f, 0, 0, 2), 0u);
   // In general for 16/32-bit types: word = row g's 16-bit word (ks·L + t) | row g+8's << 16.
