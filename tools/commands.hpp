@@ -9,6 +9,7 @@ void register_emulate(CLI::App& app);    // cmd_emulate.cpp
 void register_formats(CLI::App& app);    // cmd_formats.cpp: prune, check, compress, decompress
 void register_ptx(CLI::App& app);        // cmd_ptx.cpp: PTX modules for ptxas
 void register_conform(CLI::App& app);    // cmd_conform.cpp: hardware conformance
+void register_bench(CLI::App& app);      // cmd_bench.cpp: sparse matmul against dense baselines
 void register_demo(CLI::App& app);       // cmd_demo.cpp: the README's main job
 
 }  // namespace spmma::cli

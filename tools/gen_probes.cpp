@@ -159,6 +159,97 @@ void emit_probe(std::ostream& o, const Variant& v, int idx) {
     << threads << ", " << (wg ? "p.smem_total()" : "0") << ">>>(p); }\nnamespace {\n\n";
 }
 
+// ---------------------------------------------------------------- inline-PTX wrappers
+
+std::string wrapper_name(const Variant& v) {
+  std::string n = v.id;
+  n = subst(n, ".sync.aligned", "");
+  n = subst(n, "::", "_");
+  for (char& c : n)
+    if (c == '.' || c == ':') c = '_';
+  return n;
+}
+
+// One inline device function per variant: registers as arrays, the sparsity selector and
+// wgmma's immediates as template arguments ("n" operands), the text from the registry.
+void emit_wrapper(std::ostream& o, const Variant& v) {
+  const bool wg = v.wgmma();
+  const bool a_regs = !wg || v.a_source == ASource::registers;
+  const bool fl = v.d != ElemType::s32;
+  const bool trans = wg && (v.a == ElemType::f16 || v.a == ElemType::bf16);
+  const int nd = v.fd.regs, na = a_regs ? v.fa.regs : 0, nb = wg ? 0 : v.fb.regs, nc = wg ? 0 : v.fc.regs;
+  const RegKind dk = reg_kind(v.fd), ak = reg_kind(v.fa), bk = reg_kind(v.fb), ck = reg_kind(v.fc);
+  // Operand numbering: d, a, b, c, e, then desc_a, desc_b, scale_d, then the immediates.
+  int next = nd + na + nb + nc;
+  const int e_idx = v.sparse() ? next++ : -1;
+  const int da_idx = wg && !a_regs ? next++ : -1;
+  const int db_idx = wg ? next++ : -1;
+  const int sd_idx = wg ? next++ : -1;
+  const int sel_idx = v.sparse() ? next++ : -1;
+  const int sa_idx = wg && fl ? next++ : -1, sb_idx = wg && fl ? next++ : -1;
+  const int ta_idx = trans && !a_regs ? next++ : -1, tb_idx = trans ? next++ : -1;
+  PtxOperands ops;
+  ops.reg = [&](char op, int i) -> std::string {
+    switch (op) {
+      case 'd': return "%" + std::to_string(i);
+      case 'a': return "%" + std::to_string(nd + i);
+      case 'b': return "%" + std::to_string(nd + na + i);
+      case 'c': return "%" + std::to_string(nd + na + nb + i);
+      case 'e': return "%" + std::to_string(e_idx);
+    }
+    return "?";
+  };
+  if (v.sparse()) ops.selector = "%" + std::to_string(sel_idx);
+  if (da_idx >= 0) ops.a_desc = "%" + std::to_string(da_idx);
+  if (db_idx >= 0) ops.b_desc = "%" + std::to_string(db_idx);
+  ops.scale_d = "p";
+  if (sa_idx >= 0) ops.imm_scale_a = "%" + std::to_string(sa_idx), ops.imm_scale_b = "%" + std::to_string(sb_idx);
+  if (ta_idx >= 0) ops.imm_trans_a = "%" + std::to_string(ta_idx);
+  if (tb_idx >= 0) ops.imm_trans_b = "%" + std::to_string(tb_idx);
+  std::string text = ptx_instruction(v, ops);
+  if (wg) text = "{\\n.reg .pred p;\\nsetp.ne.b32 p, %" + std::to_string(sd_idx) + ", 0;\\n" + text + "\\n}";
+
+  std::vector<std::string> tparams;
+  if (v.sparse()) tparams.push_back("int Sel = 0");
+  if (sa_idx >= 0) tparams.push_back("int ScaleA = 1"), tparams.push_back("int ScaleB = 1");
+  if (ta_idx >= 0) tparams.push_back("int TransA = 0");
+  if (tb_idx >= 0) tparams.push_back("int TransB = 0");
+  o << "// " << v.id << "  (" << v.target.name() << ", PTX ISA " << v.ptx_isa_name() << ")\n";
+  if (!tparams.empty()) {
+    o << "template <";
+    for (size_t i = 0; i < tparams.size(); ++i) o << (i ? ", " : "") << tparams[i];
+    o << ">\n";
+  }
+  o << "__device__ __forceinline__ void " << wrapper_name(v) << "(" << dk.ctype << " (&d)[" << nd << "]";
+  if (a_regs) o << ", const " << ak.ctype << " (&a)[" << na << "]";
+  else o << ", uint64_t desc_a";
+  if (wg) o << ", uint64_t desc_b";
+  else o << ", const " << bk.ctype << " (&b)[" << nb << "], const " << ck.ctype << " (&c)[" << nc << "]";
+  if (v.sparse()) o << ", uint32_t e";
+  if (wg) o << ", bool scale_d";
+  o << ") {\n#if " << guard(v) << "\n  asm volatile(\"" << text << "\"\n      : ";
+  for (int i = 0; i < nd; ++i) o << (i ? ", " : "") << "\"" << (wg ? "+" : "=") << dk.letter << "\"(d[" << i << "])";
+  o << "\n      : ";
+  bool first = true;
+  auto in = [&](const std::string& c, const std::string& name) {
+    o << (first ? "" : ", ") << "\"" << c << "\"(" << name << ")";
+    first = false;
+  };
+  for (int i = 0; i < na; ++i) in(std::string(1, ak.letter), "a[" + std::to_string(i) + "]");
+  for (int i = 0; i < nb; ++i) in(std::string(1, bk.letter), "b[" + std::to_string(i) + "]");
+  for (int i = 0; i < nc; ++i) in(std::string(1, ck.letter), "c[" + std::to_string(i) + "]");
+  if (v.sparse()) in("r", "e");
+  if (da_idx >= 0) in("l", "desc_a");
+  if (db_idx >= 0) in("l", "desc_b");
+  if (sd_idx >= 0) in("r", "static_cast<uint32_t>(scale_d)");
+  if (v.sparse()) in("n", "Sel");
+  if (sa_idx >= 0) in("n", "ScaleA"), in("n", "ScaleB");
+  if (ta_idx >= 0) in("n", "TransA");
+  if (tb_idx >= 0) in("n", "TransB");
+  o << (wg ? "\n      : \"memory\");\n" : ");\n");
+  o << "#else\n  __trap();\n#endif\n}\n\n";
+}
+
 // Writes only when the text changed, so that an unchanged probe file keeps its timestamp and
 // is not compiled again.
 bool write_file(const std::string& path, const std::string& text) {
@@ -210,6 +301,20 @@ int main(int argc, char** argv) {
     if (!write_file(dir + "/probes_" + std::to_string(k) + ".cu", out[static_cast<size_t>(k)].str())) return 1;
   }
   if (!write_file(dir + "/probes_table.cu", table.str())) return 1;
+  // The inline-PTX wrappers kernels include, one header per instruction family.
+  const std::pair<const char*, Family> families[] = {{"ptx_mma_sp.cuh", Family::mma_sp},
+                                                     {"ptx_mma.cuh", Family::mma},
+                                                     {"ptx_wgmma_sp.cuh", Family::wgmma_sp}};
+  for (const auto& [file, fam] : families) {
+    std::ostringstream w;
+    w << "// Generated by spmma_gen_probes from the ISA registry. Do not edit.\n"
+      << "// Inline-PTX wrappers, one per registry variant an sm_90a GPU runs.\n#pragma once\n#include <cstdint>\n\n"
+      << "namespace spmma::ptx {\n\n";
+    for (const Variant* v : vs)
+      if (v->family == fam || (fam == Family::mma_sp && v->family == Family::mma_sp_ordered)) emit_wrapper(w, *v);
+    w << "}  // namespace spmma::ptx\n";
+    if (!write_file(dir + "/" + file, w.str())) return 1;
+  }
   std::cerr << "spmma_gen_probes: " << vs.size() << " probes in " << shards << " files under " << dir << "\n";
   return 0;
 }

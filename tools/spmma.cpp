@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   spmma::cli::register_formats(app);
   spmma::cli::register_ptx(app);
   spmma::cli::register_conform(app);
+  spmma::cli::register_bench(app);
   spmma::cli::register_demo(app);
 
   try {

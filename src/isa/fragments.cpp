@@ -2,6 +2,7 @@
 // (wgmma), one small case each. The registry says which formula an operand uses.
 #include <string>
 
+#include "spmma/detail/meta_map.hpp"
 #include "spmma/error.hpp"
 #include "spmma/isa.hpp"
 
@@ -38,9 +39,8 @@ std::optional<Coord> MetaLayout::at(int lane, int nibble, int selector) const {
   const int g = l / 4, t = l % 4;
   const int j = t - selector * lanes_per_group;  // which of the group's metadata lanes
   if (j < 0 || j >= lanes_per_group) return std::nullopt;
-  const int base = rows_per_warp * w;
-  if (style == Style::nibble_half) return Coord{base + g + 8 * (nibble / 4), 4 * j + nibble % 4, 0};
-  return Coord{base + g + 8 * (j % 2), 8 * (j / 2) + nibble, 0};
+  const detail::RowChunk rc = detail::meta_row_chunk(style == Style::nibble_half, g, j, nibble);
+  return Coord{rows_per_warp * w + rc.row, rc.chunk, 0};
 }
 
 std::string Target::name() const { return "sm_" + std::to_string(sm) + (arch_specific ? "a" : ""); }

@@ -51,7 +51,7 @@ struct DeviceBuffer {
   }
 };
 
-enum class TrialKind { exact, general, specials, unordered };
+enum class TrialKind { exact, general, specials, unordered, onehot };
 
 const char* kind_name(TrialKind k) {
   switch (k) {
@@ -59,6 +59,7 @@ const char* kind_name(TrialKind k) {
     case TrialKind::general: return "general";
     case TrialKind::specials: return "specials";
     case TrialKind::unordered: return "unordered";
+    case TrialKind::onehot: return "onehot";
   }
   return "?";
 }
@@ -180,6 +181,24 @@ Verdict compare(const Variant& v, const Trial& t, const std::vector<uint64_t>& g
 
 // ---------------------------------------------------------------- trials
 
+// A single non-zero (1) in A and a distinct small value per row of B (1 + k % 7; k % 2 for b1):
+// D's row then shows which B row the one stored element met, so a misplaced lane, register,
+// slot or metadata index moves the result to another row or value.
+void make_onehot(const Variant& v, emu::WarpState& s, std::mt19937_64& rng) {
+  const bool by_desc = v.wgmma() && v.a_source == isa::ASource::descriptor;
+  Matrix a = by_desc ? s.a_smem : emu::gather(v, s).a_sparse ? emu::gather(v, s).a_sparse->values : emu::gather(v, s).a;
+  for (auto& x : a.bits) x = 0;
+  a.bits[rng() % a.bits.size()] = encode(v.a, 1.0);
+  if (by_desc) s.a_smem = a;
+  else s.a = emu::scatter(v, v.fa, a);
+  Matrix b = v.wgmma() ? s.b_smem : emu::gather(v, s).b;
+  for (int64_t k = 0; k < b.rows; ++k)
+    for (int64_t n = 0; n < b.cols; ++n)
+      b.at(k, n) = encode(v.b, v.b == ElemType::b1 ? static_cast<double>((k % v.k) % 2) : 1.0 + static_cast<double>((k % v.k) % 7));
+  if (v.wgmma()) s.b_smem = b;
+  else s.b = emu::scatter(v, v.fb, b);
+}
+
 std::vector<Trial> make_trials(const Variant& v, const Options& o, std::mt19937_64& rng) {
   std::vector<Trial> trials;
   const int per = v.wgmma() ? o.wgmma_trials_per_selector : o.trials_per_selector;
@@ -192,7 +211,8 @@ std::vector<Trial> make_trials(const Variant& v, const Options& o, std::mt19937_
   const bool float_sparse = v.sparse() && v.d != ElemType::s32;
   const bool unordered_ok = v.sparse() && !v.meta->ordered && v.meta->pattern != Pattern::p1_2;
   for (int s : selectors)
-    for (TrialKind kind : {TrialKind::exact, TrialKind::general, TrialKind::specials, TrialKind::unordered}) {
+    for (TrialKind kind : {TrialKind::exact, TrialKind::general, TrialKind::specials, TrialKind::unordered,
+                           TrialKind::onehot}) {
       if (kind == TrialKind::specials && !float_sparse) continue;
       if (kind == TrialKind::unordered && !unordered_ok) continue;
       for (int i = 0; i < per; ++i) {
@@ -202,6 +222,7 @@ std::vector<Trial> make_trials(const Variant& v, const Options& o, std::mt19937_
         // Ordered nibbles everywhere but in the trials that ask the unordered question.
         if (v.sparse()) set_nibble_order(v, t.state, kind != TrialKind::unordered);
         if (v.wgmma()) t.state.scale_d = (rng() & 3) != 0;
+        if (kind == TrialKind::onehot) make_onehot(v, t.state, rng);
         if (kind == TrialKind::specials) {
           // Inf and NaN in B: where A's metadata names the row they must reach D (a stored
           // zero times Inf is NaN); where it does not, the hardware never reads them.
@@ -417,6 +438,7 @@ void add_findings(Report& rep) {
       if (kind == "unordered") add(v.wgmma() ? "unordered_wgmma" : "unordered_mma_sp", tb.first, tb.second);
       if (kind == "specials") add(v.wgmma() ? "specials_wgmma" : "specials_mma_sp", tb.first, tb.second);
       if (kind == "swizzle128") add("swizzle128", tb.first, tb.second);
+      if (kind == "onehot") add("onehot", tb.first, tb.second);
     }
     if (v.sparse() && v.meta->lanes_per_group < 4) add("unselected_lanes", r.trials, r.mismatches);
     if (v.a == ElemType::tf32 && r.by_kind.count("general")) add("tf32_low_bits", r.by_kind.at("general").first, r.by_kind.at("general").second);
@@ -440,6 +462,8 @@ void add_findings(Report& rep) {
   say("swizzle128", "wgmma.sp A by descriptor in the 128-byte swizzle layout: each instruction reads 32 bytes per row; "
       "advancing the descriptor's start address by 32 bytes moves to the next K step inside the swizzle atom",
       "wgmma.sp A with 128-byte swizzle does NOT read as modelled (32-byte K steps inside the atom)");
+  say("onehot", "one-hot trials (a single 1 in A, B rows 1 + k % 7) agree with the emulator for every layout",
+      "one-hot trials disagree with the emulator");
   say("tf32_low_bits", "tf32 operands: the low 13 bits of each 32-bit register are ignored",
       "tf32 operands: the low 13 bits are NOT simply ignored");
 }

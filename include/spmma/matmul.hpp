@@ -1,0 +1,162 @@
+// spmma — sparse matrix multiply, plan once / run many:
+//
+//   D = activation(alpha · A · B + beta · C + bias)      A structured-sparse (M x K), B dense (K x N)
+//
+// The flow follows cuBLASLt / cuSPARSELt: describe (MatmulDesc) -> compress A once
+// (compress(), on the device where the handle computes) -> plan (Plan, picks the kernel and
+// tiles once) -> run (Plan::run, many times, on a stream). The same API runs on the CPU when
+// there is no GPU (Device::cpu): pointers are then host pointers.
+//
+// Shapes and layouts. A is M x K, row-major (the sparsity pattern runs along K, as the tensor
+// cores need it). B is K x N and C, D are M x N, each row- or column-major with a leading
+// dimension (0 = packed). A batch of `batch` products uses strides (elements) between the
+// matrices of B, C, D; A is either shared by the whole batch (weights: stride_a = 0) or one
+// compressed matrix per batch entry. bias is a vector of M f32 values (one per output row).
+// Types: see supported_types(); alignment rules: see docs/api.md.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "spmma/sparse.hpp"
+#include "spmma/types.hpp"
+
+namespace spmma {
+
+enum class Device : uint8_t { automatic, gpu, cpu };
+enum class Order : uint8_t { row_major, col_major };
+enum class Activation : uint8_t { none, relu, gelu };  // gelu: x·Φ(x) with the exact erf
+
+struct MatmulDesc {
+  int64_t m = 0, n = 0, k = 0;
+  ElemType a_type = ElemType::bf16;  // the sparse operand
+  ElemType b_type = ElemType::bf16;
+  ElemType c_type = ElemType::bf16;  // C and D share a type unless d_type says otherwise
+  ElemType d_type = ElemType::bf16;
+  Order b_order = Order::row_major;
+  Order cd_order = Order::row_major;
+  int64_t ldb = 0, ldc = 0, ldd = 0;  // 0: packed (n or k, per order)
+  int64_t batch = 1;
+  int64_t stride_b = 0, stride_c = 0, stride_d = 0;  // elements; 0 with batch > 1: packed
+  bool a_per_batch = false;                          // false: one A for the whole batch
+  Activation activation = Activation::none;
+  bool bias = false;
+
+  // Throws naming the first field that is wrong and its value: invalid_argument for a shape,
+  // leading dimension, stride or enum value; not_supported for a type combination spmma does
+  // not describe (see supported_types). The rules (docs/api.md, "Shapes and alignment"):
+  //   m, n, k, batch >= 1 (and < 2^31);
+  //   k a multiple of 512 / bits(a_type): 16 (tf32), 32 (f16, bf16), 64 (fp8, s8, u8),
+  //     128 (s4, u4) — whole sparse MMA steps, so that no kernel needs hidden K padding;
+  //   ld >= the packed value (row-major: columns, column-major: rows); 4-bit types: even;
+  //   with batch > 1, a non-zero stride >= one matrix (ld x rows-or-columns), even for 4-bit.
+  void validate() const;
+};
+
+// A compressed sparse A where the handle computes (device memory for a GPU handle): the values
+// in the whole-matrix layout of docs/layouts.md and the metadata in the fragment-ready layout
+// of the kernel family that will read it. Owns its memory.
+class SparseMatrix {
+ public:
+  SparseMatrix();
+  ~SparseMatrix();
+  SparseMatrix(SparseMatrix&&) noexcept;
+  SparseMatrix& operator=(SparseMatrix&&) noexcept;
+
+  ElemType type() const;
+  Pattern pattern() const;
+  int64_t rows() const;
+  int64_t cols() const;
+  int64_t batch() const;
+  size_t value_bytes() const;     // exact, all batch entries
+  size_t metadata_bytes() const;  // exact, all batch entries
+  bool on_device() const;
+  // Back to the host's whole-matrix form (copies from the device if needed), batch entry b.
+  Compressed to_host(int64_t b = 0) const;
+
+  // True for a default-constructed or moved-from SparseMatrix (every accessor above then
+  // throws invalid_argument).
+  bool empty() const { return impl_ == nullptr; }
+
+  struct Impl;
+  explicit SparseMatrix(std::unique_ptr<Impl> impl);
+  Impl& impl() const { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+class Handle {
+ public:
+  explicit Handle(Device d = Device::automatic);  // automatic: the GPU when one is usable
+  ~Handle();
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+
+  Device device() const;
+  std::string device_name() const;  // "NVIDIA H100 80GB HBM3 (sm_90)" or "CPU (N threads)"
+  int compute_capability() const;   // 0 on the CPU
+
+  struct Impl;
+  Impl& impl() const { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+enum class PruneMode : uint8_t {
+  check,      // A must already satisfy its pattern; the first violation is reported (row, chunk)
+  magnitude,  // keep the largest magnitudes in each chunk (as prune_magnitude)
+};
+
+// Compresses a dense A (M x K row-major with leading dimension lda, 0 = packed; elements of
+// desc.a_type; batch entries stride_a elements apart when desc.a_per_batch, 0 = packed) that
+// lives where the handle computes. `stream` is a cudaStream_t for a GPU handle (nullptr: the
+// default stream). Elements in memory, here and for B, C, D: the type's bit pattern in its
+// natural width — 4 bytes for tf32 (f32 bits; the low 13 mantissa bits are ignored, as the
+// tensor cores ignore them), f32, s32; 2 for f16, bf16; 1 for e4m3, e5m2, s8, u8; the 4-bit s4,
+// u4 two per byte, element i in byte i/2, low nibble first (so 4-bit leading dimensions and
+// strides are even). PruneMode::check throws pattern_violation naming the row and chunk (and
+// the batch entry when there are several).
+SparseMatrix compress(Handle& h, const MatmulDesc& desc, const void* a, int64_t lda, int64_t stride_a,
+                      PruneMode mode, void* stream = nullptr);
+// The host's Compressed form, uploaded (GPU handle) or adopted (CPU handle).
+SparseMatrix upload(Handle& h, const MatmulDesc& desc, const std::vector<Compressed>& per_batch);
+
+class Plan {
+ public:
+  // Validates the description and picks the kernel and tiles once; throws not_supported with
+  // the reason (type combination, target) when nothing can run it.
+  Plan(Handle& h, const MatmulDesc& desc);
+  ~Plan();
+  Plan(Plan&&) noexcept;
+
+  size_t workspace_bytes() const;
+  std::string describe() const;  // kernel, tile shape, stages
+  const MatmulDesc& desc() const;
+
+  // D = activation(alpha·A·B + beta·C + bias). c may be null when beta == 0 (C is then not
+  // read at all); bias must be non-null exactly when desc.bias. c may equal d (in place) when
+  // C and D have the same type, leading dimension and stride. For an integer d_type alpha and
+  // beta must be finite. Epilogue semantics: docs/api.md. workspace: workspace_bytes() bytes where the handle
+  // computes (may be null when 0). Per-call host work is checks and one launch.
+  void run(const SparseMatrix& a, const void* b, const void* c, void* d, float alpha, float beta,
+           const float* bias = nullptr, void* workspace = nullptr, void* stream = nullptr) const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// The (A, B, C/D) type combinations a device runs: e.g. {bf16, bf16, bf16}, {e4m3, e4m3, bf16},
+// {s8, s8, s32}. compute is the accumulator type (f32 for float A, s32 for integer A). C and D
+// may differ in type when both are cd types of rows with the same (a, b) (e.g. C s32, D s8).
+// Device::gpu without a usable GPU: empty. Device::automatic: the device Handle() would pick.
+struct TypeCombo {
+  ElemType a, b, cd, compute;
+};
+std::vector<TypeCombo> supported_types(Device d);
+
+}  // namespace spmma

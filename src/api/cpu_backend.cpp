@@ -1,0 +1,421 @@
+// The CPU backend: the whole matmul API on the host, for machines without a GPU and as the
+// reference the GPU backend is compared with.
+//
+// Storage: one host Compressed (include/spmma/sparse.hpp, whole-matrix layout) per stored batch
+// entry of A.
+//
+// compress: the dense A is read element by element from its memory form (bit patterns in the
+// type's width: 4 bytes tf32, 2 bytes f16/bf16, 1 byte fp8/s8/u8, 4-bit s4/u4 two per byte, low
+// nibble first) into a Matrix, then require_pattern (PruneMode::check) or prune_magnitude, then
+// spmma::compress (ordered metadata).
+//
+// run, float A (f16, bf16, tf32, e4m3, e5m2): A is decompressed and decoded to f32, B decoded
+// to f32 (both exact: every such value is an f32), and the dense product A·B computed by the
+// BLAS (cblas_sgemm, f32 accumulation, multi-threaded by OpenBLAS). Integer A (s8, u8, s4, u4):
+// exact dot products (int32 partial sums of at most 2^14 products, summed in int64), taken modulo
+// 2^32 as an s32 — what the tensor cores' s32 accumulator holds — in row blocks on std::threads.
+// Epilogue, in double, one rounding into D (the same expression as the GPU epilogue):
+//   v = alpha·acc;  if (beta != 0) v += beta·C;  if (bias) v += bias[row];  v = act(v);
+//   D = encode(d_type, v)   (RNE; f16/bf16/f32 overflow to ±Inf; s32/s8 saturate)
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <iterator>
+#include <mutex>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "api/backend.hpp"
+#include "spmma/error.hpp"
+#include "spmma/matmul.hpp"
+#include "spmma/matrix.hpp"
+#include "spmma/sparse.hpp"
+#include "spmma/types.hpp"
+
+namespace spmma::detail {
+
+const std::vector<TypeCombo>& api_type_combos();  // matmul.cpp: the combinations the API describes
+
+namespace {
+
+// ------------------------------------------------------------------ threads
+
+int hw_threads() {
+  const unsigned t = std::thread::hardware_concurrency();
+  return t == 0 ? 1 : static_cast<int>(t);
+}
+
+// Runs f(begin, end) over contiguous ranges covering [0, n). `work_per_item` is a rough cost of
+// one item (e.g. multiply-adds): small jobs stay on the calling thread. An exception from any
+// range is rethrown on the caller after all threads joined.
+template <class F>
+void parallel_for(int64_t n, double work_per_item, F&& f) {
+  constexpr double kMinWorkPerThread = 1 << 18;
+  if (n <= 0) return;
+  int64_t t = static_cast<int64_t>(static_cast<double>(n) * work_per_item / kMinWorkPerThread);
+  t = std::clamp<int64_t>(t, 1, std::min<int64_t>(hw_threads(), n));
+  if (t == 1) {
+    f(int64_t{0}, n);
+    return;
+  }
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(t));
+  std::vector<std::thread> threads;
+  threads.reserve(static_cast<size_t>(t - 1));
+  auto body = [&](int64_t i) {
+    try {
+      f(n * i / t, n * (i + 1) / t);
+    } catch (...) {
+      errors[static_cast<size_t>(i)] = std::current_exception();
+    }
+  };
+  for (int64_t i = 1; i < t; ++i) threads.emplace_back(body, i);
+  body(0);
+  for (std::thread& th : threads) th.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+// ------------------------------------------------------------------ elements in memory
+
+// Width of one element in memory, in bits: 4, 8, 16 or 32 for every type the API takes.
+int mem_bits(ElemType t) {
+  const int b = type_info(t).bits;
+  if (b != 4 && b != 8 && b != 16 && b != 32)
+    fail(Status::internal, "cpu backend: no memory form for " + std::string(type_name(t)));
+  return b;
+}
+
+// Bit pattern of element i (elements counted from base; 4-bit: byte i/2, low nibble first).
+inline uint64_t load_bits(const void* base, int bits, int64_t i) {
+  const auto* p = static_cast<const uint8_t*>(base);
+  switch (bits) {
+    case 4: return (i & 1) ? (p[i >> 1] >> 4) : (p[i >> 1] & 0xF);
+    case 8: return p[i];
+    case 16: {
+      uint16_t v;
+      std::memcpy(&v, p + 2 * i, 2);
+      return v;
+    }
+    default: {
+      uint32_t v;
+      std::memcpy(&v, p + 4 * i, 4);
+      return v;
+    }
+  }
+}
+
+// D types are 8, 16 or 32 bits wide (never 4: no read-modify-write races between threads).
+inline void store_bits(void* base, int bits, int64_t i, uint64_t v) {
+  auto* p = static_cast<uint8_t*>(base);
+  switch (bits) {
+    case 8: p[i] = static_cast<uint8_t>(v); break;
+    case 16: {
+      const auto w = static_cast<uint16_t>(v);
+      std::memcpy(p + 2 * i, &w, 2);
+      break;
+    }
+    default: {
+      const auto w = static_cast<uint32_t>(v);
+      std::memcpy(p + 4 * i, &w, 4);
+      break;
+    }
+  }
+}
+
+// decode(t, i) for every pattern i of a type of at most 16 bits; built once per type.
+const std::vector<double>& value_table(ElemType t) {
+  constexpr size_t kTypes = std::size(kAllElemTypes);
+  static std::once_flag once[kTypes];
+  static std::vector<double> tables[kTypes];
+  const auto i = static_cast<size_t>(t);
+  std::call_once(once[i], [&] {
+    std::vector<double>& tab = tables[i];
+    tab.resize(size_t{1} << type_info(t).bits);
+    for (size_t p = 0; p < tab.size(); ++p) tab[p] = decode(t, p);
+  });
+  return tables[i];
+}
+
+// Bit pattern -> exact value: a table for types of at most 16 bits.
+class Decoder {
+ public:
+  explicit Decoder(ElemType t) : type_(t), bits_(mem_bits(t)) {
+    if (bits_ <= 16) table_ = value_table(t).data();
+  }
+  int bits() const { return bits_; }
+  double operator()(uint64_t b) const {
+    if (table_ != nullptr) return table_[b];
+    const auto u = static_cast<uint32_t>(b);
+    switch (type_) {
+      case ElemType::s32: return static_cast<int32_t>(u);
+      case ElemType::f32: {
+        float f;
+        std::memcpy(&f, &u, 4);
+        return f;
+      }
+      default: return decode(type_, b);  // tf32: drops the low 13 mantissa bits
+    }
+  }
+
+ private:
+  ElemType type_;
+  int bits_;
+  const double* table_ = nullptr;
+};
+
+double activate(double x, Activation a) {
+  switch (a) {
+    case Activation::relu: return x > 0.0 ? x : 0.0;
+    case Activation::gelu: return 0.5 * x * (1.0 + std::erf(x * 0.70710678118654752));
+    default: return x;
+  }
+}
+
+const char* act_name(Activation a) {
+  switch (a) {
+    case Activation::relu: return "relu";
+    case Activation::gelu: return "gelu";
+    default: return "none";
+  }
+}
+
+// ------------------------------------------------------------------ storage
+
+struct CpuStorage final : SparseStorage {
+  std::vector<Compressed> entries;
+  bool on_device() const override { return false; }
+  Compressed to_host(int64_t b) const override {
+    if (b < 0 || b >= static_cast<int64_t>(entries.size()))
+      fail(Status::invalid_argument, "to_host: batch entry " + std::to_string(b) + " of " +
+                                         std::to_string(entries.size()));
+    return entries[static_cast<size_t>(b)];
+  }
+};
+
+// ------------------------------------------------------------------ kernel
+
+class CpuKernel final : public Kernel {
+ public:
+  explicit CpuKernel(const MatmulDesc& d)
+      : d_(d), a_dec_(d.a_type), b_dec_(d.b_type), c_dec_(d.c_type), d_bits_(mem_bits(d.d_type)) {
+    const bool brow = d.b_order == Order::row_major, cdrow = d.cd_order == Order::row_major;
+    ldb_ = d.ldb ? d.ldb : (brow ? d.n : d.k);
+    ldc_ = d.ldc ? d.ldc : (cdrow ? d.n : d.m);
+    ldd_ = d.ldd ? d.ldd : (cdrow ? d.n : d.m);
+    sb_ = d.batch == 1 ? 0 : (d.stride_b ? d.stride_b : ldb_ * (brow ? d.k : d.n));
+    sc_ = d.batch == 1 ? 0 : (d.stride_c ? d.stride_c : ldc_ * (cdrow ? d.m : d.n));
+    sd_ = d.batch == 1 ? 0 : (d.stride_d ? d.stride_d : ldd_ * (cdrow ? d.m : d.n));
+    integer_ = !type_info(d.a_type).is_float;
+  }
+
+  size_t workspace_bytes() const override { return 0; }
+
+  std::string describe() const override {
+    std::string s = "cpu: ";
+    s += integer_ ? "exact integer dot products (s32 accumulator), " + std::to_string(hw_threads()) + " threads"
+                  : std::string("A decompressed to f32, cblas_sgemm (f32 accumulation)");
+    s += "; epilogue in f64 -> " + std::string(type_name(d_.d_type));
+    s += std::string(", activation ") + act_name(d_.activation);
+    if (d_.bias) s += ", bias";
+    return s;
+  }
+
+  void run(const SparseMatrix& a, const void* b, const void* c, void* d, float alpha, float beta, const float* bias,
+           void* /*workspace*/, void* /*stream*/) const override {
+    const auto* st = dynamic_cast<const CpuStorage*>(a.impl().storage.get());
+    if (st == nullptr) fail(Status::invalid_argument, "cpu: A is not in host memory (compressed by another backend)");
+    if (bias != nullptr && !type_info(d_.d_type).is_float)
+      for (int64_t i = 0; i < d_.m; ++i)
+        if (!std::isfinite(bias[i]))
+          fail(Status::invalid_argument, "Plan::run: bias[" + std::to_string(i) + "] = " + std::to_string(bias[i]) +
+                                             " is not finite; the integer d_type " +
+                                             std::string(type_name(d_.d_type)) + " cannot hold it");
+    if (integer_)
+      run_int(*st, b, c, d, alpha, beta, bias);
+    else
+      run_float(*st, b, c, d, alpha, beta, bias);
+  }
+
+ private:
+  int64_t cd_index(int64_t i, int64_t j, int64_t ld) const {
+    return d_.cd_order == Order::row_major ? i * ld + j : j * ld + i;
+  }
+
+  // B entry e as values, with B(kk, j) at out[kk·n + j] (transposed = false) or out[j·k + kk].
+  template <class T>
+  void load_b(const void* b, int64_t e, bool transposed, std::vector<T>& out) const {
+    const int64_t n = d_.n, k = d_.k, base = e * sb_;
+    const bool brow = d_.b_order == Order::row_major;
+    parallel_for(k, static_cast<double>(n) * 4, [&](int64_t k0, int64_t k1) {
+      for (int64_t kk = k0; kk < k1; ++kk)
+        for (int64_t j = 0; j < n; ++j) {
+          const int64_t src = base + (brow ? kk * ldb_ + j : j * ldb_ + kk);
+          out[static_cast<size_t>(transposed ? j * k + kk : kk * n + j)] =
+              static_cast<T>(b_dec_(load_bits(b, b_dec_.bits(), src)));
+        }
+    });
+  }
+
+  // A entry as values, m x k row-major.
+  template <class T>
+  void load_a(const Compressed& entry, std::vector<T>& out) const {
+    const Matrix dense = decompress(entry);
+    parallel_for(d_.m, static_cast<double>(d_.k) * 4, [&](int64_t r0, int64_t r1) {
+      for (size_t i = static_cast<size_t>(r0 * d_.k); i < static_cast<size_t>(r1 * d_.k); ++i)
+        out[i] = static_cast<T>(a_dec_(dense.bits[i]));
+    });
+  }
+
+  // D entry e from the accumulator acc(i, j) (a double).
+  template <class Acc>
+  void epilogue(int64_t e, Acc&& acc, const void* c, void* d, float alpha, float beta, const float* bias) const {
+    const int64_t n = d_.n;
+    const double al = alpha, be = beta;
+    parallel_for(d_.m, static_cast<double>(n) * 40, [&](int64_t r0, int64_t r1) {
+      for (int64_t i = r0; i < r1; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double v = al * acc(i, j);
+          if (beta != 0.0f) v += be * c_dec_(load_bits(c, c_dec_.bits(), e * sc_ + cd_index(i, j, ldc_)));
+          if (bias != nullptr) v += static_cast<double>(bias[i]);
+          v = activate(v, d_.activation);
+          store_bits(d, d_bits_, e * sd_ + cd_index(i, j, ldd_), encode(d_.d_type, v));
+        }
+    });
+  }
+
+  void run_float(const CpuStorage& st, const void* b, const void* c, void* d, float alpha, float beta,
+                 const float* bias) const {
+    const int64_t m = d_.m, n = d_.n, k = d_.k;
+    const bool brow = d_.b_order == Order::row_major;
+    std::vector<float> av(static_cast<size_t>(m * k)), bv(static_cast<size_t>(k * n)), acc(static_cast<size_t>(m * n));
+    int64_t loaded = -1;
+    for (int64_t e = 0; e < d_.batch; ++e) {
+      const int64_t ai = d_.a_per_batch ? e : 0;
+      if (ai != loaded) {
+        load_a(st.entries[static_cast<size_t>(ai)], av);
+        loaded = ai;
+      }
+      load_b(b, e, /*transposed=*/!brow, bv);  // B's own order: k x n or n x k, packed
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, brow ? CblasNoTrans : CblasTrans, static_cast<int>(m),
+                  static_cast<int>(n), static_cast<int>(k), 1.0f, av.data(), static_cast<int>(k), bv.data(),
+                  static_cast<int>(brow ? n : k), 0.0f, acc.data(), static_cast<int>(n));
+      epilogue(
+          e, [&](int64_t i, int64_t j) { return static_cast<double>(acc[static_cast<size_t>(i * n + j)]); }, c, d,
+          alpha, beta, bias);
+    }
+  }
+
+  void run_int(const CpuStorage& st, const void* b, const void* c, void* d, float alpha, float beta,
+               const float* bias) const {
+    const int64_t m = d_.m, n = d_.n, k = d_.k;
+    // |product| <= 255·255, so 2^14 products fit an int32 partial sum.
+    constexpr int64_t kPartial = int64_t{1} << 14;
+    constexpr int64_t kColBlock = 64;  // columns of B (k values each) reused across a row block
+    std::vector<int16_t> av(static_cast<size_t>(m * k)), bt(static_cast<size_t>(n * k));
+    std::vector<int32_t> acc(static_cast<size_t>(m * n));
+    int64_t loaded = -1;
+    for (int64_t e = 0; e < d_.batch; ++e) {
+      const int64_t ai = d_.a_per_batch ? e : 0;
+      if (ai != loaded) {
+        load_a(st.entries[static_cast<size_t>(ai)], av);
+        loaded = ai;
+      }
+      load_b(b, e, /*transposed=*/true, bt);  // n x k: each column of B contiguous
+      parallel_for(m, static_cast<double>(n * k), [&](int64_t r0, int64_t r1) {
+        for (int64_t j0 = 0; j0 < n; j0 += kColBlock)
+          for (int64_t i = r0; i < r1; ++i) {
+            const int16_t* ar = av.data() + i * k;
+            for (int64_t j = j0; j < std::min(n, j0 + kColBlock); ++j) {
+              const int16_t* bc = bt.data() + j * k;
+              int64_t sum = 0;
+              for (int64_t k0 = 0; k0 < k; k0 += kPartial) {
+                int32_t part = 0;
+                const int64_t k1 = std::min(k, k0 + kPartial);
+                for (int64_t kk = k0; kk < k1; ++kk) part += int32_t{ar[kk]} * int32_t{bc[kk]};
+                sum += part;
+              }
+              // Modulo 2^32, two's complement: the s32 accumulator of the tensor cores.
+              acc[static_cast<size_t>(i * n + j)] = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(sum)));
+            }
+          }
+      });
+      epilogue(
+          e, [&](int64_t i, int64_t j) { return static_cast<double>(acc[static_cast<size_t>(i * n + j)]); }, c, d,
+          alpha, beta, bias);
+    }
+  }
+
+  MatmulDesc d_;
+  Decoder a_dec_, b_dec_, c_dec_;
+  int d_bits_;
+  int64_t ldb_ = 0, ldc_ = 0, ldd_ = 0, sb_ = 0, sc_ = 0, sd_ = 0;
+  bool integer_ = false;
+};
+
+// ------------------------------------------------------------------ backend
+
+class CpuBackend final : public Backend {
+ public:
+  Device device() const override { return Device::cpu; }
+  std::string name() const override { return "CPU (" + std::to_string(hw_threads()) + " threads)"; }
+  int compute_capability() const override { return 0; }
+  std::vector<TypeCombo> types() const override { return api_type_combos(); }
+
+  std::unique_ptr<Kernel> plan(const MatmulDesc& desc) override {
+    // matmul.cpp validated the description against api_type_combos(): the CPU runs all of it.
+    return std::make_unique<CpuKernel>(desc);
+  }
+
+  std::unique_ptr<SparseStorage> compress(const MatmulDesc& desc, const void* a, int64_t lda, int64_t stride_a,
+                                          PruneMode mode, void* /*stream*/) override {
+    const int64_t count = desc.a_per_batch ? desc.batch : 1;
+    const int bits = mem_bits(desc.a_type);
+    auto st = std::make_unique<CpuStorage>();
+    st->entries.resize(static_cast<size_t>(count));
+    for (int64_t e = 0; e < count; ++e) {
+      Matrix dense(desc.a_type, desc.m, desc.k);
+      const int64_t base = e * stride_a;
+      parallel_for(desc.m, static_cast<double>(desc.k) * 2, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r)
+          for (int64_t col = 0; col < desc.k; ++col) dense.at(r, col) = load_bits(a, bits, base + r * lda + col);
+      });
+      if (mode == PruneMode::check) {
+        if (auto v = check_pattern(dense))
+          fail(Status::pattern_violation, "compress: A" + (count > 1 ? " batch entry " + std::to_string(e) : "") +
+                                              ", " + v->message +
+                                              " (PruneMode::check; PruneMode::magnitude prunes instead)");
+      } else {
+        dense = prune_magnitude(dense);
+      }
+      st->entries[static_cast<size_t>(e)] = spmma::compress(dense);
+    }
+    return st;
+  }
+
+  std::unique_ptr<SparseStorage> upload(const MatmulDesc& /*desc*/, const std::vector<Compressed>& per_batch) override {
+    auto st = std::make_unique<CpuStorage>();
+    st->entries = per_batch;
+    // Check the metadata now (decompress throws invalid_value naming row, chunk and nibble),
+    // rather than in the middle of a run.
+    for (size_t e = 0; e < per_batch.size(); ++e) {
+      try {
+        (void)decompress(per_batch[e]);
+      } catch (const Error& err) {
+        fail(err.code(), "upload: per_batch[" + std::to_string(e) + "]: " + err.what());
+      }
+    }
+    return st;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+
+}  // namespace spmma::detail

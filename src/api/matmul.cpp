@@ -1,0 +1,444 @@
+// The matmul API's glue: the checks that do not depend on where the product runs (shapes,
+// types, leading dimensions, strides, pointers), the handle's choice of backend, and dispatch to
+// detail::Backend (src/api/backend.hpp). Rules are documented in docs/api.md.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "api/backend.hpp"
+#include "spmma/error.hpp"
+#include "spmma/matmul.hpp"
+#include "spmma/sparse.hpp"
+#include "spmma/types.hpp"
+
+namespace spmma {
+
+// ------------------------------------------------------------------ the type table
+
+namespace detail {
+
+// Every (A, B, C/D) combination the API describes: the sparse-capable A types with their
+// natural B (the same type; fp8 also mixes e4m3 / e5m2), C/D {f16, bf16, f32} with an f32
+// accumulator for floats, {s32, s8} with an s32 accumulator for integers. The CPU backend runs
+// all of them (cpu_backend.cpp returns this table); a GPU backend runs a subset.
+const std::vector<TypeCombo>& api_type_combos() {
+  static const std::vector<TypeCombo> table = [] {
+    using T = ElemType;
+    struct AB {
+      T a, b;
+    };
+    const AB float_ab[] = {{T::f16, T::f16},   {T::bf16, T::bf16}, {T::tf32, T::tf32}, {T::e4m3, T::e4m3},
+                           {T::e4m3, T::e5m2}, {T::e5m2, T::e4m3}, {T::e5m2, T::e5m2}};
+    const AB int_ab[] = {{T::s8, T::s8}, {T::u8, T::u8}, {T::s4, T::s4}, {T::u4, T::u4}};
+    std::vector<TypeCombo> t;
+    for (const AB& ab : float_ab)
+      for (T cd : {T::f16, T::bf16, T::f32}) t.push_back({ab.a, ab.b, cd, T::f32});
+    for (const AB& ab : int_ab)
+      for (T cd : {T::s32, T::s8}) t.push_back({ab.a, ab.b, cd, T::s32});
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace detail
+
+namespace {
+
+std::string str(ElemType t) { return std::string(type_name(t)); }
+std::string str(int64_t v) { return std::to_string(v); }
+
+std::string join_types(const std::vector<ElemType>& ts) {
+  std::string s;
+  for (ElemType t : ts) s += (s.empty() ? "" : ", ") + str(t);
+  return s;
+}
+
+template <class T>
+void push_unique(std::vector<T>& v, T x) {
+  for (const T& y : v)
+    if (y == x) return;
+  v.push_back(x);
+}
+
+// Elements of dense K per sparse MMA step: K·bits(a_type) must be a multiple of 512 bits, i.e.
+// 64 bytes of a dense row of A (32 bytes compressed). That is the K of the largest sparse
+// instruction of each type (mma.sp m16n8k16 tf32, k32 f16/bf16, k64 fp8/int8, k128 int4; the
+// wgmma.sp K is the same), and always a multiple of the pattern's chunk (2, 4 or 8).
+int64_t k_step(ElemType a) { return 512 / type_info(a).bits; }
+
+bool is_4bit(ElemType t) { return type_info(t).bits == 4; }
+
+int64_t checked_mul(int64_t a, int64_t b, const std::string& what) {
+  int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r)) fail(Status::invalid_argument, what + " overflows 64 bits");
+  return r;
+}
+
+constexpr int64_t kMaxDim = std::numeric_limits<int32_t>::max();
+
+void check_dim(const char* field, int64_t v) {
+  if (v <= 0) fail(Status::invalid_argument, std::string("MatmulDesc.") + field + " = " + str(v) + " must be positive");
+  if (v > kMaxDim)
+    fail(Status::invalid_argument,
+         std::string("MatmulDesc.") + field + " = " + str(v) + " is larger than 2^31 - 1 (the largest supported size)");
+}
+
+// The leading dimension of a matrix of `rows` x `cols` in `order`: the packed value is cols
+// (row-major) or rows (column-major).
+int64_t check_ld(const char* field, int64_t ld, Order order, int64_t rows, int64_t cols, const char* rows_name,
+                 const char* cols_name, const char* matrix, ElemType t) {
+  const bool row = order == Order::row_major;
+  const int64_t packed = row ? cols : rows;
+  const std::string f = std::string("MatmulDesc.") + field;
+  if (ld < 0) fail(Status::invalid_argument, f + " = " + str(ld) + " is negative (0 means packed)");
+  if (ld > kMaxDim) fail(Status::invalid_argument, f + " = " + str(ld) + " is larger than 2^31 - 1");
+  if (ld != 0 && ld < packed)
+    fail(Status::invalid_argument, f + " = " + str(ld) + " is smaller than " + (row ? cols_name : rows_name) + " = " +
+                                       str(packed) + " for a " + (row ? "row" : "column") + "-major " + matrix);
+  const int64_t eff = ld == 0 ? packed : ld;
+  if (is_4bit(t) && eff % 2 != 0)
+    fail(Status::invalid_argument, f + " = " + str(ld) + (ld == 0 ? " (packed: " + str(eff) + ")" : "") +
+                                       " must be even for the 4-bit type " + str(t) + ": each " +
+                                       (row ? "row" : "column") + " of " + matrix + " starts on a byte");
+  return eff;
+}
+
+// A batch stride: 0 = packed (one matrix after the other); else at least one matrix, so that
+// batch entries never overlap. Ignored when batch == 1 (only its sign is checked).
+void check_stride(const char* field, int64_t stride, int64_t batch, int64_t span, const std::string& span_text,
+                  ElemType t) {
+  const std::string f = std::string("MatmulDesc.") + field;
+  if (stride < 0) fail(Status::invalid_argument, f + " = " + str(stride) + " is negative (0 means packed)");
+  if (batch <= 1 || stride == 0) return;
+  if (stride < span)
+    fail(Status::invalid_argument, f + " = " + str(stride) + " is smaller than one matrix (" + span_text + " = " +
+                                       str(span) + " elements): batch entries would overlap");
+  if (is_4bit(t) && stride % 2 != 0)
+    fail(Status::invalid_argument,
+         f + " = " + str(stride) + " must be even for the 4-bit type " + str(t) + ": each batch entry starts on a byte");
+}
+
+void check_types(const MatmulDesc& d) {
+  const auto& table = detail::api_type_combos();
+  std::vector<ElemType> as, bs, cds;
+  for (const TypeCombo& c : table) push_unique(as, c.a);
+  bool a_ok = false;
+  for (ElemType a : as) a_ok |= a == d.a_type;
+  if (!a_ok)
+    fail(Status::not_supported, "MatmulDesc.a_type = " + str(d.a_type) +
+                                    " is not a sparse A type of spmma (supported: " + join_types(as) + ")");
+  for (const TypeCombo& c : table)
+    if (c.a == d.a_type) push_unique(bs, c.b);
+  bool b_ok = false;
+  for (ElemType b : bs) b_ok |= b == d.b_type;
+  if (!b_ok)
+    fail(Status::not_supported, "MatmulDesc.b_type = " + str(d.b_type) + " does not go with a_type = " + str(d.a_type) +
+                                    " (b_type must be " + join_types(bs) + ")");
+  for (const TypeCombo& c : table)
+    if (c.a == d.a_type && c.b == d.b_type) push_unique(cds, c.cd);
+  for (auto [field, t] : {std::pair{"c_type", d.c_type}, std::pair{"d_type", d.d_type}}) {
+    bool ok = false;
+    for (ElemType cd : cds) ok |= cd == t;
+    if (!ok)
+      fail(Status::not_supported, std::string("MatmulDesc.") + field + " = " + str(t) +
+                                      " is not an output type for a_type = " + str(d.a_type) + ", b_type = " +
+                                      str(d.b_type) + " (valid: " + join_types(cds) + ")");
+  }
+}
+
+const SparseMatrix::Impl& need(const SparseMatrix& s, const char* what) {
+  if (s.empty())
+    fail(Status::invalid_argument, std::string(what) + ": the SparseMatrix is empty (default-constructed or moved from)");
+  return s.impl();
+}
+
+int64_t a_count(const MatmulDesc& d) { return d.a_per_batch ? d.batch : 1; }
+
+std::unique_ptr<SparseMatrix::Impl> make_impl(const MatmulDesc& desc, std::unique_ptr<detail::SparseStorage> storage) {
+  if (!storage) fail(Status::internal, "backend returned no storage for a compressed A");
+  auto impl = std::make_unique<SparseMatrix::Impl>();
+  impl->desc = desc;
+  impl->pattern = pattern_for(desc.a_type);
+  Compressed shape;  // value_bytes / metadata_bytes depend on type, pattern and shape only
+  shape.type = desc.a_type;
+  shape.pattern = impl->pattern;
+  shape.rows = desc.m;
+  shape.cols = desc.k;
+  const auto count = static_cast<size_t>(a_count(desc));
+  impl->value_bytes = shape.value_bytes() * count;
+  impl->metadata_bytes = shape.metadata_bytes() * count;
+  impl->storage = std::move(storage);
+  return impl;
+}
+
+detail::Backend& backend_of(Handle& h) {
+  if (!h.impl().backend) fail(Status::internal, "Handle has no backend");
+  return *h.impl().backend;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ MatmulDesc
+
+void MatmulDesc::validate() const {
+  check_dim("m", m);
+  check_dim("n", n);
+  check_dim("k", k);
+  if (batch < 1) fail(Status::invalid_argument, "MatmulDesc.batch = " + str(batch) + " must be at least 1");
+  if (batch > kMaxDim) fail(Status::invalid_argument, "MatmulDesc.batch = " + str(batch) + " is larger than 2^31 - 1");
+  if (b_order != Order::row_major && b_order != Order::col_major)
+    fail(Status::invalid_argument, "MatmulDesc.b_order = " + str(static_cast<int64_t>(b_order)) + " is not an Order");
+  if (cd_order != Order::row_major && cd_order != Order::col_major)
+    fail(Status::invalid_argument, "MatmulDesc.cd_order = " + str(static_cast<int64_t>(cd_order)) + " is not an Order");
+  if (activation != Activation::none && activation != Activation::relu && activation != Activation::gelu)
+    fail(Status::invalid_argument,
+         "MatmulDesc.activation = " + str(static_cast<int64_t>(activation)) + " is not an Activation");
+
+  check_types(*this);
+
+  const int64_t step = k_step(a_type);
+  if (k % step != 0)
+    fail(Status::invalid_argument, "MatmulDesc.k = " + str(k) + " is not a multiple of " + str(step) +
+                                       ": K must cover whole sparse MMA steps (K x bits(a_type) a multiple of 512; " +
+                                       "a_type " + str(a_type) + " has " + str(int64_t{type_info(a_type).bits}) +
+                                       " bits)");
+
+  const int64_t eb = check_ld("ldb", ldb, b_order, k, n, "k", "n", "B", b_type);
+  const int64_t ec = check_ld("ldc", ldc, cd_order, m, n, "m", "n", "C", c_type);
+  const int64_t ed = check_ld("ldd", ldd, cd_order, m, n, "m", "n", "D", d_type);
+
+  const bool brow = b_order == Order::row_major, cdrow = cd_order == Order::row_major;
+  check_stride("stride_b", stride_b, batch, checked_mul(eb, brow ? k : n, "ldb x k"),
+               brow ? "ldb x k" : "ldb x n", b_type);
+  check_stride("stride_c", stride_c, batch, checked_mul(ec, cdrow ? m : n, "ldc x m"),
+               cdrow ? "ldc x m" : "ldc x n", c_type);
+  check_stride("stride_d", stride_d, batch, checked_mul(ed, cdrow ? m : n, "ldd x m"),
+               cdrow ? "ldd x m" : "ldd x n", d_type);
+  // The byte extent of a batch must fit in 64 bits.
+  for (auto [what, ld, rows, stride] :
+       {std::tuple{"B", eb, brow ? k : n, stride_b}, std::tuple{"C", ec, cdrow ? m : n, stride_c},
+        std::tuple{"D", ed, cdrow ? m : n, stride_d}}) {
+    const int64_t one = checked_mul(ld, rows, std::string("one ") + what);
+    checked_mul(stride == 0 ? one : stride, batch * 4, std::string("the batch of ") + what);
+  }
+}
+
+// ------------------------------------------------------------------ SparseMatrix
+
+SparseMatrix::SparseMatrix() = default;
+SparseMatrix::~SparseMatrix() = default;
+SparseMatrix::SparseMatrix(SparseMatrix&&) noexcept = default;
+SparseMatrix& SparseMatrix::operator=(SparseMatrix&&) noexcept = default;
+SparseMatrix::SparseMatrix(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+ElemType SparseMatrix::type() const { return need(*this, "SparseMatrix::type").desc.a_type; }
+Pattern SparseMatrix::pattern() const { return need(*this, "SparseMatrix::pattern").pattern; }
+int64_t SparseMatrix::rows() const { return need(*this, "SparseMatrix::rows").desc.m; }
+int64_t SparseMatrix::cols() const { return need(*this, "SparseMatrix::cols").desc.k; }
+int64_t SparseMatrix::batch() const { return a_count(need(*this, "SparseMatrix::batch").desc); }
+size_t SparseMatrix::value_bytes() const { return need(*this, "SparseMatrix::value_bytes").value_bytes; }
+size_t SparseMatrix::metadata_bytes() const { return need(*this, "SparseMatrix::metadata_bytes").metadata_bytes; }
+bool SparseMatrix::on_device() const {
+  const Impl& i = need(*this, "SparseMatrix::on_device");
+  return i.storage && i.storage->on_device();
+}
+Compressed SparseMatrix::to_host(int64_t b) const {
+  const Impl& i = need(*this, "SparseMatrix::to_host");
+  const int64_t count = a_count(i.desc);
+  if (b < 0 || b >= count)
+    fail(Status::invalid_argument,
+         "SparseMatrix::to_host(b = " + str(b) + "): batch entries are 0.." + str(count - 1));
+  if (!i.storage) fail(Status::internal, "SparseMatrix has no storage");
+  return i.storage->to_host(b);
+}
+
+// ------------------------------------------------------------------ Handle
+
+Handle::Handle(Device d) : impl_(std::make_unique<Impl>()) {
+  switch (d) {
+    case Device::cpu: impl_->backend = detail::make_cpu_backend(); break;
+    case Device::gpu: {
+#ifdef SPMMA_HAVE_CUDA
+      std::string why;
+      impl_->backend = detail::make_gpu_backend(&why);
+      if (!impl_->backend) fail(Status::not_supported, "Device::gpu: no GPU: " + why);
+#else
+      fail(Status::not_supported, "Device::gpu: no GPU: spmma was built without CUDA (SPMMA_WITH_CUDA=OFF or no nvcc)");
+#endif
+      break;
+    }
+    case Device::automatic: {
+#ifdef SPMMA_HAVE_CUDA
+      std::string why;
+      impl_->backend = detail::make_gpu_backend(&why);
+#endif
+      if (!impl_->backend) impl_->backend = detail::make_cpu_backend();
+      break;
+    }
+    default: fail(Status::invalid_argument, "Handle: device = " + str(static_cast<int64_t>(d)) + " is not a Device");
+  }
+  if (!impl_->backend) fail(Status::internal, "Handle: backend construction returned nothing");
+}
+Handle::~Handle() = default;
+Device Handle::device() const { return impl_->backend->device(); }
+std::string Handle::device_name() const { return impl_->backend->name(); }
+int Handle::compute_capability() const { return impl_->backend->compute_capability(); }
+
+// ------------------------------------------------------------------ compress / upload
+
+SparseMatrix compress(Handle& h, const MatmulDesc& desc, const void* a, int64_t lda, int64_t stride_a, PruneMode mode,
+                      void* stream) {
+  desc.validate();
+  if (mode != PruneMode::check && mode != PruneMode::magnitude)
+    fail(Status::invalid_argument, "compress: mode = " + str(static_cast<int64_t>(mode)) + " is not a PruneMode");
+  if (a == nullptr) fail(Status::invalid_argument, "compress: a is null");
+  if (lda < 0) fail(Status::invalid_argument, "compress: lda = " + str(lda) + " is negative (0 means packed)");
+  if (lda > kMaxDim) fail(Status::invalid_argument, "compress: lda = " + str(lda) + " is larger than 2^31 - 1");
+  if (lda != 0 && lda < desc.k)
+    fail(Status::invalid_argument,
+         "compress: lda = " + str(lda) + " is smaller than k = " + str(desc.k) + " for the row-major A");
+  const int64_t elda = lda == 0 ? desc.k : lda;
+  if (is_4bit(desc.a_type) && elda % 2 != 0)
+    fail(Status::invalid_argument, "compress: lda = " + str(lda) + " must be even for the 4-bit type " +
+                                       str(desc.a_type) + ": each row of A starts on a byte");
+  if (stride_a < 0) fail(Status::invalid_argument, "compress: stride_a = " + str(stride_a) + " is negative (0 means packed)");
+  const int64_t count = a_count(desc);
+  int64_t estride = stride_a;
+  if (count > 1) {
+    const int64_t span = checked_mul(elda, desc.m, "lda x m");
+    if (stride_a == 0) estride = span;
+    if (estride < span)
+      fail(Status::invalid_argument, "compress: stride_a = " + str(stride_a) + " is smaller than one A (lda x m = " +
+                                         str(span) + " elements): batch entries would overlap");
+    if (is_4bit(desc.a_type) && estride % 2 != 0)
+      fail(Status::invalid_argument, "compress: stride_a = " + str(stride_a) + " must be even for the 4-bit type " +
+                                         str(desc.a_type) + ": each batch entry starts on a byte");
+    checked_mul(estride, count * 4, "the batch of A");
+  }
+  auto storage = backend_of(h).compress(desc, a, elda, estride, mode, stream);
+  return SparseMatrix(make_impl(desc, std::move(storage)));
+}
+
+SparseMatrix upload(Handle& h, const MatmulDesc& desc, const std::vector<Compressed>& per_batch) {
+  desc.validate();
+  const int64_t count = a_count(desc);
+  if (static_cast<int64_t>(per_batch.size()) != count)
+    fail(Status::invalid_argument, "upload: " + str(static_cast<int64_t>(per_batch.size())) +
+                                       " compressed matrices given, expected " + str(count) +
+                                       (desc.a_per_batch ? " (MatmulDesc.batch with a_per_batch)" : " (a shared A)"));
+  const Pattern p = pattern_for(desc.a_type);
+  for (int64_t b = 0; b < count; ++b) {
+    const Compressed& c = per_batch[static_cast<size_t>(b)];
+    const std::string where = "upload: per_batch[" + str(b) + "]";
+    if (c.type != desc.a_type)
+      fail(Status::invalid_argument, where + ".type = " + str(c.type) + " differs from MatmulDesc.a_type = " + str(desc.a_type));
+    if (c.pattern != p)
+      fail(Status::invalid_argument, where + ".pattern = " + pattern_info(c.pattern).name + ", the kernels need " +
+                                         pattern_info(p).name + " for " + str(desc.a_type));
+    if (c.rows != desc.m || c.cols != desc.k)
+      fail(Status::invalid_argument, where + " is " + str(c.rows) + " x " + str(c.cols) + ", MatmulDesc says m x k = " +
+                                         str(desc.m) + " x " + str(desc.k));
+    if (c.values.type != c.type || c.values.rows != c.rows || c.values.cols != c.cols / 2 ||
+        c.values.bits.size() != static_cast<size_t>(c.rows * (c.cols / 2)))
+      fail(Status::invalid_argument, where + ".values is " + str(c.values.type) + " " + str(c.values.rows) + " x " +
+                                         str(c.values.cols) + " (" + str(static_cast<int64_t>(c.values.bits.size())) +
+                                         " elements), expected " + str(c.type) + " " + str(c.rows) + " x " +
+                                         str(c.cols / 2));
+    const auto words = static_cast<size_t>(c.rows * c.meta_words_per_row());
+    if (c.metadata.size() != words)
+      fail(Status::invalid_argument, where + ".metadata has " + str(static_cast<int64_t>(c.metadata.size())) +
+                                         " words, expected rows x meta_words_per_row = " + str(static_cast<int64_t>(words)));
+  }
+  auto storage = backend_of(h).upload(desc, per_batch);
+  return SparseMatrix(make_impl(desc, std::move(storage)));
+}
+
+// ------------------------------------------------------------------ Plan
+
+Plan::Plan(Handle& h, const MatmulDesc& desc) : impl_(std::make_unique<Impl>()) {
+  desc.validate();
+  impl_->desc = desc;
+  impl_->device = h.device();
+  impl_->kernel = backend_of(h).plan(desc);
+  if (!impl_->kernel) fail(Status::internal, "backend returned no kernel for a valid description");
+}
+Plan::~Plan() = default;
+Plan::Plan(Plan&&) noexcept = default;
+
+namespace {
+const Plan::Impl& need_plan(const std::unique_ptr<Plan::Impl>& p) {
+  if (!p) fail(Status::invalid_argument, "Plan is empty (moved from)");
+  return *p;
+}
+}  // namespace
+
+size_t Plan::workspace_bytes() const { return need_plan(impl_).kernel->workspace_bytes(); }
+std::string Plan::describe() const { return need_plan(impl_).kernel->describe(); }
+const MatmulDesc& Plan::desc() const { return need_plan(impl_).desc; }
+
+void Plan::run(const SparseMatrix& a, const void* b, const void* c, void* d, float alpha, float beta, const float* bias,
+               void* workspace, void* stream) const {
+  const Impl& p = need_plan(impl_);
+  const MatmulDesc& desc = p.desc;
+  const SparseMatrix::Impl& ai = need(a, "Plan::run");
+  if (ai.desc.a_type != desc.a_type)
+    fail(Status::invalid_argument,
+         "Plan::run: A is " + str(ai.desc.a_type) + ", the plan's MatmulDesc.a_type is " + str(desc.a_type));
+  if (ai.desc.m != desc.m || ai.desc.k != desc.k)
+    fail(Status::invalid_argument, "Plan::run: A is " + str(ai.desc.m) + " x " + str(ai.desc.k) +
+                                       ", the plan's m x k is " + str(desc.m) + " x " + str(desc.k));
+  const int64_t want = a_count(desc);
+  if (a.batch() != want)
+    fail(Status::invalid_argument, "Plan::run: A holds " + str(a.batch()) + " batch entr" +
+                                       (a.batch() == 1 ? "y" : "ies") + ", the plan needs " + str(want) +
+                                       (desc.a_per_batch ? " (a_per_batch, batch = " + str(desc.batch) + ")"
+                                                         : " (a shared A)"));
+  const bool gpu_plan = p.device == Device::gpu;
+  if (a.on_device() != gpu_plan)
+    fail(Status::invalid_argument, std::string("Plan::run: A was compressed for the ") +
+                                       (a.on_device() ? "GPU" : "CPU") + ", the plan runs on the " +
+                                       (gpu_plan ? "GPU" : "CPU"));
+  if (b == nullptr) fail(Status::invalid_argument, "Plan::run: b is null");
+  if (d == nullptr) fail(Status::invalid_argument, "Plan::run: d is null");
+  if (c == nullptr && beta != 0.0f)
+    fail(Status::invalid_argument, "Plan::run: c is null but beta = " + std::to_string(beta) + " (c may be null only when beta == 0)");
+  if (desc.bias && bias == nullptr) fail(Status::invalid_argument, "Plan::run: bias is null but MatmulDesc.bias is set");
+  if (!desc.bias && bias != nullptr)
+    fail(Status::invalid_argument, "Plan::run: bias is given but MatmulDesc.bias is false (set it in the plan's description)");
+  if (!type_info(desc.d_type).is_float) {
+    for (auto [name, v] : {std::pair{"alpha", alpha}, std::pair{"beta", beta}})
+      if (!std::isfinite(v))
+        fail(Status::invalid_argument, std::string("Plan::run: ") + name + " = " + std::to_string(v) +
+                                           " is not finite; the integer d_type " + str(desc.d_type) + " cannot hold it");
+  }
+  if (workspace == nullptr && p.kernel->workspace_bytes() > 0)
+    fail(Status::invalid_argument, "Plan::run: workspace is null, the plan needs " +
+                                       std::to_string(p.kernel->workspace_bytes()) + " bytes");
+  p.kernel->run(a, b, c, d, alpha, beta, bias, workspace, stream);
+}
+
+// ------------------------------------------------------------------ supported_types
+
+std::vector<TypeCombo> supported_types(Device d) {
+  switch (d) {
+    case Device::cpu: return detail::make_cpu_backend()->types();
+    case Device::gpu: {
+#ifdef SPMMA_HAVE_CUDA
+      std::string why;
+      if (auto g = detail::make_gpu_backend(&why)) return g->types();
+#endif
+      return {};
+    }
+    case Device::automatic: {
+      Handle h(Device::automatic);
+      return h.impl().backend->types();
+    }
+  }
+  fail(Status::invalid_argument, "supported_types: device = " + str(static_cast<int64_t>(d)) + " is not a Device");
+}
+
+}  // namespace spmma

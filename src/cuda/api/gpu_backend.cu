@@ -1,0 +1,451 @@
+// The GPU backend of the matmul API: storage of compressed A on the device, the plan (which
+// sm80 kernel instantiation runs a description) and the launch.
+#include <cuda_runtime.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "api/backend.hpp"
+#include "format/compress_gpu.cuh"
+#include "sm80/spgemm_sm80.cuh"
+#include "spmma/error.hpp"
+#include "spmma/fragment_layout.hpp"
+#include "spmma/isa.hpp"
+
+namespace spmma::detail {
+namespace {
+
+void check(cudaError_t e, const std::string& what) {
+  if (e != cudaSuccess) fail(Status::cuda_error, what + ": " + cudaGetErrorString(e));
+}
+
+// ---------------------------------------------------------------- instruction per type pair
+
+SPMMA_SM80_FLOAT_TRAITS(Bf16, 32, 16, mma_sp_ordered_metadata_m16n8k32_row_col_f32_bf16_bf16_f32)
+SPMMA_SM80_FLOAT_TRAITS(F16, 32, 16, mma_sp_ordered_metadata_m16n8k32_row_col_f32_f16_f16_f32)
+SPMMA_SM80_FLOAT_TRAITS(Tf32, 16, 32, mma_sp_ordered_metadata_m16n8k16_row_col_f32_tf32_tf32_f32)
+SPMMA_SM80_FLOAT_TRAITS(E4m3E4m3, 64, 8, mma_sp_ordered_metadata_m16n8k64_row_col_f32_e4m3_e4m3_f32)
+SPMMA_SM80_FLOAT_TRAITS(E4m3E5m2, 64, 8, mma_sp_ordered_metadata_m16n8k64_row_col_f32_e4m3_e5m2_f32)
+SPMMA_SM80_FLOAT_TRAITS(E5m2E4m3, 64, 8, mma_sp_ordered_metadata_m16n8k64_row_col_f32_e5m2_e4m3_f32)
+SPMMA_SM80_FLOAT_TRAITS(E5m2E5m2, 64, 8, mma_sp_ordered_metadata_m16n8k64_row_col_f32_e5m2_e5m2_f32)
+SPMMA_SM80_INT_TRAITS(S8S8, 64, 8, mma_sp_ordered_metadata_m16n8k64_row_col_s32_s8_s8_s32)
+SPMMA_SM80_INT_TRAITS(S8U8, 64, 8, mma_sp_ordered_metadata_m16n8k64_row_col_s32_s8_u8_s32)
+SPMMA_SM80_INT_TRAITS(U8S8, 64, 8, mma_sp_ordered_metadata_m16n8k64_row_col_s32_u8_s8_s32)
+SPMMA_SM80_INT_TRAITS(U8U8, 64, 8, mma_sp_ordered_metadata_m16n8k64_row_col_s32_u8_u8_s32)
+SPMMA_SM80_INT_TRAITS(S4S4, 128, 4, mma_sp_ordered_metadata_m16n8k128_row_col_s32_s4_s4_s32)
+SPMMA_SM80_INT_TRAITS(S4U4, 128, 4, mma_sp_ordered_metadata_m16n8k128_row_col_s32_s4_u4_s32)
+SPMMA_SM80_INT_TRAITS(U4S4, 128, 4, mma_sp_ordered_metadata_m16n8k128_row_col_s32_u4_s4_s32)
+SPMMA_SM80_INT_TRAITS(U4U4, 128, 4, mma_sp_ordered_metadata_m16n8k128_row_col_s32_u4_u4_s32)
+
+using Launch = void (*)(const sm80::Params&, dim3, size_t, cudaStream_t);
+
+template <class T>
+void launch(const sm80::Params& p, dim3 grid, size_t smem, cudaStream_t s) {
+  sm80::spgemm_kernel<T><<<grid, sm80::kThreads, smem, s>>>(p);
+}
+
+template <class T>
+void set_smem_limit(size_t smem) {
+  check(cudaFuncSetAttribute(sm80::spgemm_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
+        "cudaFuncSetAttribute");
+}
+
+struct Instr {
+  ElemType a, b;
+  const char* variant;  // the registry id of the instruction
+  Launch launch;
+  void (*prepare)(size_t);
+};
+
+#define SPMMA_INSTR(A, B, TRAITS, ID) {ElemType::A, ElemType::B, ID, &launch<TRAITS>, &set_smem_limit<TRAITS>}
+const Instr kInstrs[] = {
+    SPMMA_INSTR(bf16, bf16, Bf16, "mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.bf16.bf16.f32"),
+    SPMMA_INSTR(f16, f16, F16, "mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32"),
+    SPMMA_INSTR(tf32, tf32, Tf32, "mma.sp::ordered_metadata.sync.aligned.m16n8k16.row.col.f32.tf32.tf32.f32"),
+    SPMMA_INSTR(e4m3, e4m3, E4m3E4m3, "mma.sp::ordered_metadata.sync.aligned.m16n8k64.row.col.f32.e4m3.e4m3.f32"),
+    SPMMA_INSTR(e4m3, e5m2, E4m3E5m2, "mma.sp::ordered_metadata.sync.aligned.m16n8k64.row.col.f32.e4m3.e5m2.f32"),
+    SPMMA_INSTR(e5m2, e4m3, E5m2E4m3, "mma.sp::ordered_metadata.sync.aligned.m16n8k64.row.col.f32.e5m2.e4m3.f32"),
+    SPMMA_INSTR(e5m2, e5m2, E5m2E5m2, "mma.sp::ordered_metadata.sync.aligned.m16n8k64.row.col.f32.e5m2.e5m2.f32"),
+    SPMMA_INSTR(s8, s8, S8S8, "mma.sp::ordered_metadata.sync.aligned.m16n8k64.row.col.s32.s8.s8.s32"),
+    SPMMA_INSTR(s8, u8, S8U8, "mma.sp::ordered_metadata.sync.aligned.m16n8k64.row.col.s32.s8.u8.s32"),
+    SPMMA_INSTR(u8, s8, U8S8, "mma.sp::ordered_metadata.sync.aligned.m16n8k64.row.col.s32.u8.s8.s32"),
+    SPMMA_INSTR(u8, u8, U8U8, "mma.sp::ordered_metadata.sync.aligned.m16n8k64.row.col.s32.u8.u8.s32"),
+    SPMMA_INSTR(s4, s4, S4S4, "mma.sp::ordered_metadata.sync.aligned.m16n8k128.row.col.s32.s4.s4.s32"),
+    SPMMA_INSTR(s4, u4, S4U4, "mma.sp::ordered_metadata.sync.aligned.m16n8k128.row.col.s32.s4.u4.s32"),
+    SPMMA_INSTR(u4, s4, U4S4, "mma.sp::ordered_metadata.sync.aligned.m16n8k128.row.col.s32.u4.s4.s32"),
+    SPMMA_INSTR(u4, u4, U4U4, "mma.sp::ordered_metadata.sync.aligned.m16n8k128.row.col.s32.u4.u4.s32"),
+};
+#undef SPMMA_INSTR
+
+const Instr* find_instr(ElemType a, ElemType b) {
+  for (const auto& i : kInstrs)
+    if (i.a == a && i.b == b) return &i;
+  return nullptr;
+}
+
+int storage_bits(ElemType t) { return t == ElemType::tf32 ? 32 : type_info(t).bits; }
+
+int out_type(ElemType t) {
+  switch (t) {
+    case ElemType::f32: return sm80::kOutF32;
+    case ElemType::bf16: return sm80::kOutBf16;
+    case ElemType::f16: return sm80::kOutF16;
+    case ElemType::s32: return sm80::kOutS32;
+    case ElemType::s8: return sm80::kOutS8;
+    default: return -1;
+  }
+}
+
+// ---------------------------------------------------------------- device buffers
+
+struct DeviceBytes {
+  void* ptr = nullptr;
+  size_t bytes = 0;
+  DeviceBytes() = default;
+  explicit DeviceBytes(size_t n) : bytes(n) {
+    if (n) check(cudaMalloc(&ptr, n), "cudaMalloc(" + std::to_string(n) + " bytes)");
+  }
+  ~DeviceBytes() {
+    if (ptr) cudaFree(ptr);
+  }
+  DeviceBytes(const DeviceBytes&) = delete;
+  DeviceBytes& operator=(const DeviceBytes&) = delete;
+  DeviceBytes& operator=(DeviceBytes&& o) noexcept {
+    std::swap(ptr, o.ptr);
+    std::swap(bytes, o.bytes);
+    return *this;
+  }
+};
+
+// Packs raw bit patterns at the type's storage width (4-bit: two per byte, low nibble first).
+void pack(const std::vector<uint64_t>& bits, int b, std::vector<uint8_t>& out) {
+  const size_t start = out.size();
+  out.resize(start + (bits.size() * static_cast<size_t>(b) + 7) / 8, 0);
+  for (size_t i = 0; i < bits.size(); ++i) {
+    const uint64_t v = bits[i];
+    if (b == 4) {
+      out[start + i / 2] |= static_cast<uint8_t>((v & 0xF) << (4 * (i % 2)));
+    } else {
+      for (int q = 0; q < b / 8; ++q) out[start + i * (b / 8) + q] = static_cast<uint8_t>(v >> (8 * q));
+    }
+  }
+}
+
+std::vector<uint64_t> unpack(const uint8_t* p, size_t count, int b) {
+  std::vector<uint64_t> bits(count);
+  for (size_t i = 0; i < count; ++i) {
+    if (b == 4) {
+      bits[i] = (p[i / 2] >> (4 * (i % 2))) & 0xF;
+    } else {
+      uint64_t v = 0;
+      for (int q = 0; q < b / 8; ++q) v |= static_cast<uint64_t>(p[i * (b / 8) + q]) << (8 * q);
+      bits[i] = v;
+    }
+  }
+  return bits;
+}
+
+struct GpuStorage final : SparseStorage {
+  ElemType type = ElemType::bf16;
+  Pattern pattern = Pattern::p2_4;
+  std::string variant;             // the instruction whose fragment-ready layout the metadata has
+  int64_t m = 0, k = 0, entries = 1;
+  DeviceBytes values, meta;
+  int64_t m_pad = 0, a_row_bytes = 0, batch_values = 0, batch_meta_words = 0;
+  int meta_lanes = 0;
+  int64_t meta_groups = 0;
+  bool on_device() const override { return true; }
+
+  // Downloads batch entry b and turns it back into the host's whole-matrix form.
+  Compressed to_host(int64_t b) const override {
+    if (b < 0 || b >= entries) fail(Status::invalid_argument, "SparseMatrix::to_host: batch entry " + std::to_string(b) +
+                                                                  " out of range (" + std::to_string(entries) + ")");
+    std::vector<uint8_t> vals(static_cast<size_t>(batch_values));
+    std::vector<uint32_t> words(static_cast<size_t>(batch_meta_words));
+    check(cudaMemcpy(vals.data(), static_cast<const uint8_t*>(values.ptr) + b * batch_values, vals.size(),
+                     cudaMemcpyDeviceToHost), "download A values");
+    check(cudaMemcpy(words.data(), static_cast<const uint32_t*>(meta.ptr) + b * batch_meta_words, words.size() * 4,
+                     cudaMemcpyDeviceToHost), "download A metadata");
+    const isa::Variant& v = isa::variant_or_throw(variant);
+    Matrix vm(type, m_pad, k / 2);
+    const int bits = storage_bits(type);
+    for (int64_t r = 0; r < m_pad; ++r) {
+      const auto row = unpack(vals.data() + r * a_row_bytes, static_cast<size_t>(k / 2), bits);
+      std::copy(row.begin(), row.end(), vm.bits.begin() + r * (k / 2));
+    }
+    FragmentReadyMeta f;
+    f.type = type, f.pattern = pattern, f.ordered = true, f.rows = m_pad, f.cols = k;
+    f.group = sm80::kMetaGroup, f.k_step = v.k, f.block_rows = 16, f.lanes_per_group = v.meta->lanes_per_group;
+    f.words = std::move(words);
+    f.variant_id = v.id;
+    const Compressed padded = from_fragment_ready(f, vm, v);
+    Compressed c = padded;
+    c.rows = m;
+    c.values = Matrix(type, m, k / 2);
+    std::copy(padded.values.bits.begin(), padded.values.bits.begin() + m * (k / 2), c.values.bits.begin());
+    c.metadata.assign(padded.metadata.begin(), padded.metadata.begin() + m * padded.meta_words_per_row());
+    return c;
+  }
+};
+
+const Instr& instr_or_throw(const MatmulDesc& desc) {
+  const Instr* in = find_instr(desc.a_type, desc.b_type);
+  if (!in)
+    fail(Status::not_supported, "GPU: no sparse kernel for A " + std::string(type_name(desc.a_type)) + " with B " +
+                                    std::string(type_name(desc.b_type)));
+  return *in;
+}
+
+std::unique_ptr<GpuStorage> empty_storage(const MatmulDesc& desc, int64_t entries) {
+  const isa::Variant& v = isa::variant_or_throw(instr_or_throw(desc).variant);
+  auto st = std::make_unique<GpuStorage>();
+  st->type = desc.a_type;
+  st->pattern = v.meta->pattern;
+  st->variant = v.id;
+  st->m = desc.m, st->k = desc.k, st->entries = entries;
+  st->m_pad = (desc.m + sm80::kBlockM - 1) / sm80::kBlockM * sm80::kBlockM;
+  st->a_row_bytes = desc.k / 2 * storage_bits(desc.a_type) / 8;
+  st->meta_lanes = 8 * v.meta->lanes_per_group;
+  st->meta_groups = (desc.k / v.k + sm80::kMetaGroup - 1) / sm80::kMetaGroup;
+  st->batch_values = st->m_pad * st->a_row_bytes;
+  st->batch_meta_words = st->m_pad / 16 * st->meta_groups * st->meta_lanes * sm80::kMetaGroup;
+  st->values = DeviceBytes(static_cast<size_t>(st->batch_values * entries));
+  st->meta = DeviceBytes(static_cast<size_t>(st->batch_meta_words * entries * 4));
+  return st;
+}
+
+std::unique_ptr<SparseStorage> make_storage(const MatmulDesc& desc, const std::vector<Compressed>& per_batch) {
+  auto st = empty_storage(desc, static_cast<int64_t>(per_batch.size()));
+  const isa::Variant& v = isa::variant_or_throw(st->variant);
+  const int b = storage_bits(desc.a_type);
+  std::vector<uint8_t> vals;
+  std::vector<uint32_t> words;
+  for (const Compressed& c : per_batch) {
+    if (c.rows != desc.m || c.cols != desc.k || c.type != desc.a_type || c.pattern != st->pattern)
+      fail(Status::invalid_argument, "upload: a compressed A of " + std::to_string(c.rows) + " x " + std::to_string(c.cols) +
+                                         " " + std::string(type_name(c.type)) + " does not match the description (" +
+                                         std::to_string(desc.m) + " x " + std::to_string(desc.k) + " " +
+                                         std::string(type_name(desc.a_type)) + ", " + pattern_info(st->pattern).name + ")");
+    // Pad to whole 128-row blocks with zero rows (valid nibbles), so the kernel reads no row
+    // outside the buffer; the padding lives on the device only and never reaches D.
+    Matrix dense = decompress(c);
+    Matrix padded(c.type, st->m_pad, c.cols);
+    std::copy(dense.bits.begin(), dense.bits.end(), padded.bits.begin());
+    const Compressed pc = compress(padded, c.pattern, true);
+    const FragmentReadyMeta fr = to_fragment_ready(pc, v, sm80::kMetaGroup);
+    pack(pc.values.bits, b, vals);
+    words.insert(words.end(), fr.words.begin(), fr.words.end());
+  }
+  check(cudaMemcpy(st->values.ptr, vals.data(), vals.size(), cudaMemcpyHostToDevice), "upload A values");
+  check(cudaMemcpy(st->meta.ptr, words.data(), words.size() * 4, cudaMemcpyHostToDevice), "upload A metadata");
+  return st;
+}
+
+// B row-major (K x N) -> K-contiguous columns in the workspace, for 1-, 2- and 4-byte types.
+template <class T>
+__global__ void transpose_kernel(const T* __restrict__ in, T* __restrict__ out, int64_t rows, int64_t cols,
+                                 int64_t ld_in, int64_t batch_in, int64_t batch_out) {
+  __shared__ T tile[32][33];
+  const int64_t bz = blockIdx.z;
+  const int64_t r0 = static_cast<int64_t>(blockIdx.y) * 32, c0 = static_cast<int64_t>(blockIdx.x) * 32;
+  for (int i = threadIdx.y; i < 32; i += blockDim.y) {
+    const int64_t r = r0 + i, c = c0 + threadIdx.x;
+    if (r < rows && c < cols) tile[i][threadIdx.x] = in[bz * batch_in + r * ld_in + c];
+  }
+  __syncthreads();
+  for (int i = threadIdx.y; i < 32; i += blockDim.y) {
+    const int64_t c = c0 + i, r = r0 + threadIdx.x;
+    if (r < rows && c < cols) out[bz * batch_out + c * rows + r] = tile[threadIdx.x][i];
+  }
+}
+
+// ---------------------------------------------------------------- the plan
+
+struct GpuKernel final : Kernel {
+  MatmulDesc desc;
+  const Instr* instr = nullptr;
+  size_t smem = 0;
+  bool transpose_b = false;
+  int b_bits = 16;
+
+  size_t workspace_bytes() const override {
+    return transpose_b ? static_cast<size_t>(desc.batch) * desc.k * desc.n * b_bits / 8 : 0;
+  }
+  std::string describe() const override {
+    return std::string("sm80 mma.sp kernel: ") + instr->variant + ", CTA tile " + std::to_string(sm80::kBlockM) + "x" +
+           std::to_string(sm80::kBlockN) + ", " + std::to_string(sm80::kStages) + " stages, " +
+           std::to_string(sm80::kStepsPerStage) + " instructions per stage" +
+           (transpose_b ? ", B transposed into the workspace" : "");
+  }
+  void run(const SparseMatrix& a, const void* b, const void* c, void* d, float alpha, float beta, const float* bias,
+           void* workspace, void* stream) const override {
+    const auto& st = dynamic_cast<const GpuStorage&>(*a.impl().storage);
+    cudaStream_t s = static_cast<cudaStream_t>(stream);
+    const int eb = b_bits / 8;
+    const int64_t ldb = desc.ldb ? desc.ldb : (desc.b_order == Order::row_major ? desc.n : desc.k);
+    const int64_t stride_b = desc.stride_b ? desc.stride_b : desc.k * desc.n;
+    const uint8_t* bcols = static_cast<const uint8_t*>(b);
+    int64_t ldb_bytes = ldb * b_bits / 8, batch_b_bytes = stride_b * b_bits / 8;
+    if (transpose_b) {
+      if (!workspace) fail(Status::invalid_argument, "Plan::run: a row-major B needs a workspace of " +
+                                                         std::to_string(workspace_bytes()) + " bytes");
+      dim3 grid(static_cast<unsigned>((desc.n + 31) / 32), static_cast<unsigned>((desc.k + 31) / 32),
+                static_cast<unsigned>(desc.batch));
+      dim3 block(32, 8);
+      const int64_t out_batch = desc.k * desc.n;
+      if (eb == 1) transpose_kernel<uint8_t><<<grid, block, 0, s>>>(static_cast<const uint8_t*>(b), static_cast<uint8_t*>(workspace), desc.k, desc.n, ldb, stride_b, out_batch);
+      if (eb == 2) transpose_kernel<uint16_t><<<grid, block, 0, s>>>(static_cast<const uint16_t*>(b), static_cast<uint16_t*>(workspace), desc.k, desc.n, ldb, stride_b, out_batch);
+      if (eb == 4) transpose_kernel<uint32_t><<<grid, block, 0, s>>>(static_cast<const uint32_t*>(b), static_cast<uint32_t*>(workspace), desc.k, desc.n, ldb, stride_b, out_batch);
+      check(cudaGetLastError(), "transpose of B");
+      bcols = static_cast<const uint8_t*>(workspace);
+      ldb_bytes = desc.k * eb;
+      batch_b_bytes = out_batch * eb;
+    }
+    sm80::Params p{};
+    p.a = static_cast<const uint8_t*>(st.values.ptr);
+    p.meta = static_cast<const uint32_t*>(st.meta.ptr);
+    p.b = bcols;
+    p.c = c;
+    p.d = d;
+    p.bias = bias;
+    p.m = static_cast<int>(desc.m), p.n = static_cast<int>(desc.n), p.k = static_cast<int>(desc.k);
+    p.a_row_bytes = st.a_row_bytes;
+    p.ldb_bytes = ldb_bytes;
+    const bool col = desc.cd_order == Order::col_major;
+    p.ldc = desc.ldc ? desc.ldc : (col ? desc.m : desc.n);
+    p.ldd = desc.ldd ? desc.ldd : (col ? desc.m : desc.n);
+    p.cd_col_major = col;
+    p.alpha = alpha, p.beta = beta;
+    p.activation = static_cast<int>(desc.activation);
+    p.meta_lanes = st.meta_lanes;
+    p.meta_groups = st.meta_groups;
+    p.batch_a_bytes = desc.a_per_batch ? st.batch_values : 0;
+    p.batch_meta_words = desc.a_per_batch ? st.batch_meta_words : 0;
+    p.batch_b_bytes = batch_b_bytes;
+    p.batch_c = desc.stride_c ? desc.stride_c : desc.m * desc.n;
+    p.batch_d = desc.stride_d ? desc.stride_d : desc.m * desc.n;
+    p.out_type = out_type(desc.d_type);
+    dim3 grid(static_cast<unsigned>((desc.n + sm80::kBlockN - 1) / sm80::kBlockN), static_cast<unsigned>(st.m_pad / sm80::kBlockM),
+              static_cast<unsigned>(desc.batch));
+    instr->launch(p, grid, smem, s);
+    check(cudaGetLastError(), "launch of the sparse GEMM kernel");
+  }
+};
+
+struct GpuBackend final : Backend {
+  cudaDeviceProp prop{};
+  Device device() const override { return Device::gpu; }
+  std::string name() const override {
+    return std::string(prop.name) + " (sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + ")";
+  }
+  int compute_capability() const override { return prop.major * 10 + prop.minor; }
+  std::vector<TypeCombo> types() const override {
+    std::vector<TypeCombo> t;
+    for (const auto& i : kInstrs) {
+      const bool integer = !type_info(i.a).is_float;
+      if (!integer && (i.a == ElemType::e4m3 || i.a == ElemType::e5m2) && compute_capability() < 89) continue;
+      for (ElemType cd : integer ? std::vector<ElemType>{ElemType::s32, ElemType::s8}
+                                 : std::vector<ElemType>{ElemType::bf16, ElemType::f16, ElemType::f32})
+        t.push_back({i.a, i.b, cd, integer ? ElemType::s32 : ElemType::f32});
+    }
+    return t;
+  }
+  std::unique_ptr<Kernel> plan(const MatmulDesc& desc) override {
+    const Instr* in = find_instr(desc.a_type, desc.b_type);
+    if (!in)
+      fail(Status::not_supported, "GPU: no sparse kernel for A " + std::string(type_name(desc.a_type)) + " with B " +
+                                      std::string(type_name(desc.b_type)));
+    if (out_type(desc.d_type) < 0 || desc.c_type != desc.d_type)
+      fail(Status::not_supported, "GPU: C/D type " + std::string(type_name(desc.c_type)) + "/" +
+                                      std::string(type_name(desc.d_type)) + " is not supported (C and D share one of f32, bf16, f16, s32, s8)");
+    const isa::Variant& v = isa::variant_or_throw(in->variant);
+    if (!v.target.runs_on(compute_capability()))
+      fail(Status::not_supported, "GPU: " + v.ptx + " needs " + v.target.name() + ", this GPU is sm_" +
+                                      std::to_string(compute_capability()));
+    if (desc.k % v.k != 0)
+      fail(Status::invalid_argument, "MatmulDesc.k = " + std::to_string(desc.k) + " must be a multiple of " +
+                                         std::to_string(v.k) + " for A " + std::string(type_name(desc.a_type)));
+    auto k = std::make_unique<GpuKernel>();
+    k->desc = desc;
+    k->instr = in;
+    k->b_bits = storage_bits(desc.b_type);
+    k->transpose_b = desc.b_order == Order::row_major;
+    if (k->transpose_b && k->b_bits == 4)
+      fail(Status::not_supported, "GPU: a row-major 4-bit B is not supported; give B column-major (K contiguous)");
+    const size_t meta_stage = (sm80::kBlockM / 16) * 32 * sm80::kMetaGroup * 4;
+    k->smem = sm80::kStages * (sm80::kAStageBytes + sm80::kBStageBytes) + sm80::kStages * meta_stage;
+    in->prepare(k->smem);
+    return k;
+  }
+  std::unique_ptr<SparseStorage> compress(const MatmulDesc& desc, const void* a, int64_t lda, int64_t stride_a,
+                                          PruneMode mode, void* stream) override {
+    const int64_t entries = desc.a_per_batch ? desc.batch : 1;
+    auto st = empty_storage(desc, entries);
+    const isa::Variant& v = isa::variant_or_throw(st->variant);
+    const PatternInfo& pi = pattern_info(st->pattern);
+    const TypeInfo& ti = type_info(desc.a_type);
+    const int bits = storage_bits(desc.a_type);
+    DeviceBytes violation(sizeof(unsigned long long));
+    for (int64_t e = 0; e < entries; ++e) {
+      gpu_format::CompressParams p;
+      p.a = static_cast<const uint8_t*>(a) + e * stride_a * bits / 8;
+      p.lda_bytes = lda * bits / 8;
+      p.m = desc.m, p.k = desc.k, p.m_pad = st->m_pad;
+      p.elem_bits = bits;
+      p.float_sign_bit = ti.is_float ? bits - 1 : -1;
+      p.is_signed = ti.is_signed;
+      p.chunk = pi.chunk, p.kept = pi.kept, p.group = pi.group;
+      p.nibble_half = v.meta->style == isa::MetaLayout::Style::nibble_half;
+      p.lanes = v.meta->lanes_per_group;
+      p.k_inst = v.k;
+      p.meta_group = sm80::kMetaGroup;
+      p.groups = st->meta_groups;
+      p.prune = mode == PruneMode::magnitude;
+      p.values = static_cast<uint8_t*>(st->values.ptr) + e * st->batch_values;
+      p.value_row_bytes = st->a_row_bytes;
+      p.meta = static_cast<uint32_t*>(st->meta.ptr) + e * st->batch_meta_words;
+      p.violation = static_cast<unsigned long long*>(violation.ptr);
+      check(cudaMemsetAsync(violation.ptr, 0xFF, sizeof(unsigned long long), static_cast<cudaStream_t>(stream)), "compress");
+      gpu_format::launch_compress(p, stream);
+      if (mode == PruneMode::check) {
+        unsigned long long first = 0;
+        check(cudaMemcpyAsync(&first, violation.ptr, sizeof first, cudaMemcpyDeviceToHost, static_cast<cudaStream_t>(stream)),
+              "compress: read the check result");
+        check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "compress");
+        if (first != ~0ull) {
+          const int64_t chunks = desc.k / pi.chunk, row = static_cast<int64_t>(first) / chunks, ch = static_cast<int64_t>(first) % chunks;
+          fail(Status::pattern_violation,
+               "compress (GPU" + std::string(entries > 1 ? ", batch entry " + std::to_string(e) : "") + "): row " +
+                   std::to_string(row) + ", chunk " + std::to_string(ch) + " (cols " + std::to_string(ch * pi.chunk) + ".." +
+                   std::to_string(ch * pi.chunk + pi.chunk - 1) + ") has more non-zeros than " + pi.name + " allows");
+        }
+      }
+    }
+    check(cudaGetLastError(), "GPU compress");
+    return st;
+  }
+  std::unique_ptr<SparseStorage> upload(const MatmulDesc& desc, const std::vector<Compressed>& per_batch) override {
+    return make_storage(desc, per_batch);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_gpu_backend(std::string* why) {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0) {
+    if (why) *why = e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device";
+    return nullptr;
+  }
+  auto b = std::make_unique<GpuBackend>();
+  check(cudaGetDeviceProperties(&b->prop, 0), "cudaGetDeviceProperties");
+  if (b->prop.major < 8) {
+    if (why) *why = std::string(b->prop.name) + " is older than sm_80";
+    return nullptr;
+  }
+  return b;
+}
+
+}  // namespace spmma::detail

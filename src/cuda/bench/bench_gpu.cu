@@ -1,0 +1,288 @@
+// spmma bench, GPU: for each shape and type, a random A that already has its sparsity pattern
+// (so cuBLAS multiplies the very same matrix), B random, D = A·B by spmma and by cuBLASLt;
+// kernel time by device events (median), the call's end-to-end time by the host clock.
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "bench/bench_gpu.hpp"
+#include "spmma/error.hpp"
+#include "spmma/matmul.hpp"
+
+namespace spmma::bench {
+namespace {
+
+void ck(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) fail(Status::cuda_error, std::string(what) + ": " + cudaGetErrorString(e));
+}
+void ckb(cublasStatus_t s, const char* what) {
+  if (s != CUBLAS_STATUS_SUCCESS) fail(Status::cuda_error, std::string(what) + ": cuBLAS status " + std::to_string(static_cast<int>(s)));
+}
+
+struct Buf {
+  void* p = nullptr;
+  explicit Buf(size_t n) { ck(cudaMalloc(&p, std::max<size_t>(n, 16)), "cudaMalloc"); }
+  ~Buf() { cudaFree(p); }
+  Buf(const Buf&) = delete;
+  Buf& operator=(const Buf&) = delete;
+};
+
+__device__ __forceinline__ uint32_t hash(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  x ^= x >> 33;
+  return static_cast<uint32_t>(x);
+}
+
+// A random finite value near ±1 as a bit pattern (floats: exponent in [bias-2, bias]; ints: any).
+__device__ __forceinline__ uint32_t random_bits(uint32_t h, int bits, int exp_bits, int man_bits, int bias, bool is_float) {
+  if (!is_float) return h & ((bits >= 32) ? 0xFFFFFFFFu : ((1u << bits) - 1));
+  const uint32_t sign = (h >> 31) & 1u;
+  const uint32_t e = static_cast<uint32_t>(bias - 2 + static_cast<int>((h >> 24) % 3));
+  const uint32_t man = h & ((1u << man_bits) - 1);
+  const int total = 1 + exp_bits + man_bits;  // tf32 is given as f32 with its low 13 bits zero
+  uint32_t v = (sign << (total - 1)) | (e << man_bits) | man;
+  return v;
+}
+
+__device__ __forceinline__ void put(uint8_t* base, int64_t i, int bits, uint32_t v) {
+  if (bits == 8) base[i] = static_cast<uint8_t>(v);
+  else if (bits == 16) reinterpret_cast<uint16_t*>(base)[i] = static_cast<uint16_t>(v);
+  else if (bits == 32) reinterpret_cast<uint32_t*>(base)[i] = v;
+}
+
+// Row-major A with its pattern: in each chunk, `kept` random positions (pairs for 4:8) hold values.
+__global__ void fill_sparse(uint8_t* a, int64_t rows, int64_t cols, int bits, int exp_bits, int man_bits, int bias,
+                            bool is_float, int chunk, int kept, int group, uint64_t seed, bool tf32) {
+  const int64_t chunks = rows * cols / chunk;
+  for (int64_t c = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; c < chunks;
+       c += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const uint32_t h = hash(seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(c));
+    const int groups = chunk / group, keep_groups = kept / group;
+    int first = static_cast<int>(h % groups), second = -1;
+    if (keep_groups == 2) second = (first + 1 + static_cast<int>((h >> 8) % (groups - 1))) % groups;
+    for (int q = 0; q < groups; ++q)
+      for (int e = 0; e < group; ++e) {
+        const int64_t i = c * chunk + q * group + e;
+        uint32_t v = 0;
+        if (q == first || q == second) {
+          v = random_bits(hash(h + 7919u * static_cast<uint32_t>(i)), bits, exp_bits, man_bits, bias, is_float);
+          if (tf32) v &= ~0x1FFFu;
+        }
+        put(a, i, bits, v);
+      }
+  }
+}
+
+__global__ void fill_dense(uint8_t* b, int64_t n, int bits, int exp_bits, int man_bits, int bias, bool is_float,
+                           uint64_t seed, bool tf32) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    uint32_t v = random_bits(hash(seed * 0x2545F4914F6CDD1Dull + static_cast<uint64_t>(i)), bits, exp_bits, man_bits, bias, is_float);
+    if (tf32) v &= ~0x1FFFu;
+    put(b, i, bits, v);
+  }
+}
+
+struct TypeSetup {
+  ElemType a, cd;
+  cudaDataType_t cu_ab, cu_cd, cu_scale;
+  cublasComputeType_t compute;
+};
+
+std::optional<TypeSetup> setup_for(ElemType t) {
+  switch (t) {
+    case ElemType::bf16: return TypeSetup{t, ElemType::bf16, CUDA_R_16BF, CUDA_R_16BF, CUDA_R_32F, CUBLAS_COMPUTE_32F};
+    case ElemType::f16: return TypeSetup{t, ElemType::f16, CUDA_R_16F, CUDA_R_16F, CUDA_R_32F, CUBLAS_COMPUTE_32F};
+    case ElemType::tf32: return TypeSetup{t, ElemType::f32, CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32};
+    case ElemType::e4m3: return TypeSetup{t, ElemType::bf16, CUDA_R_8F_E4M3, CUDA_R_16BF, CUDA_R_32F, CUBLAS_COMPUTE_32F};
+    case ElemType::s8: return TypeSetup{t, ElemType::s32, CUDA_R_8I, CUDA_R_32I, CUDA_R_32I, CUBLAS_COMPUTE_32I};
+    default: return std::nullopt;
+  }
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// D_cm(N x M) = op(B)ᵀ(N x K) · A_cm(K x M): both operands K-contiguous ("TN"), D row-major M x N.
+struct CublasGemm {
+  cublasLtHandle_t h = nullptr;
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  size_t ws_bytes = 32 << 20;
+  Buf ws{32 << 20};
+  bool ok = false;
+  std::string why;
+
+  CublasGemm(const TypeSetup& ts, int64_t m, int64_t n, int64_t k) {
+    ckb(cublasLtCreate(&h), "cublasLtCreate");
+    ckb(cublasLtMatmulDescCreate(&op, ts.compute, ts.cu_scale), "cublasLtMatmulDescCreate");
+    const cublasOperation_t t = CUBLAS_OP_T, nn = CUBLAS_OP_N;
+    ckb(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t), "TRANSA");
+    ckb(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &nn, sizeof nn), "TRANSB");
+    ckb(cublasLtMatrixLayoutCreate(&la, ts.cu_ab, k, n, k), "layout B");
+    ckb(cublasLtMatrixLayoutCreate(&lb, ts.cu_ab, k, m, k), "layout A");
+    ckb(cublasLtMatrixLayoutCreate(&lc, ts.cu_cd, n, m, n), "layout D");
+    cublasLtMatmulPreference_t pref;
+    ckb(cublasLtMatmulPreferenceCreate(&pref), "preference");
+    ckb(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes), "ws");
+    cublasLtMatmulHeuristicResult_t res{};
+    int found = 0;
+    const cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(h, op, la, lb, lc, lc, pref, 1, &res, &found);
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (s == CUBLAS_STATUS_SUCCESS && found > 0) {
+      algo = res.algo;
+      ok = true;
+    } else {
+      why = "cuBLASLt has no algorithm for this type/shape (status " + std::to_string(static_cast<int>(s)) + ")";
+    }
+  }
+  ~CublasGemm() {
+    if (la) cublasLtMatrixLayoutDestroy(la);
+    if (lb) cublasLtMatrixLayoutDestroy(lb);
+    if (lc) cublasLtMatrixLayoutDestroy(lc);
+    if (op) cublasLtMatmulDescDestroy(op);
+    if (h) cublasLtDestroy(h);
+  }
+  void run(const TypeSetup& ts, const void* a, const void* b, void* d, cudaStream_t s) {
+    const float alpha_f = 1.f, beta_f = 0.f;
+    const int32_t alpha_i = 1, beta_i = 0;
+    const void* alpha = ts.cu_scale == CUDA_R_32I ? static_cast<const void*>(&alpha_i) : &alpha_f;
+    const void* beta = ts.cu_scale == CUDA_R_32I ? static_cast<const void*>(&beta_i) : &beta_f;
+    ckb(cublasLtMatmul(h, op, alpha, b, la, a, lb, beta, d, lc, d, lc, &algo, ws.p, ws_bytes, s), "cublasLtMatmul");
+  }
+};
+
+double elem_value(const uint8_t* p, int64_t i, ElemType t) {
+  const int b = t == ElemType::tf32 ? 32 : type_info(t).bits;
+  uint64_t v = 0;
+  for (int q = 0; q < b / 8; ++q) v |= static_cast<uint64_t>(p[i * (b / 8) + q]) << (8 * q);
+  return decode(t, v);
+}
+
+}  // namespace
+
+std::string gpu_name() {
+  cudaDeviceProp prop{};
+  ck(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+  return std::string(prop.name) + " (sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + ")";
+}
+
+std::vector<Row> run_gpu(const Options& o) {
+  std::vector<Row> rows;
+  Handle h(Device::gpu);
+  cudaStream_t stream;
+  ck(cudaStreamCreate(&stream), "cudaStreamCreate");
+  cudaEvent_t e0, e1;
+  ck(cudaEventCreate(&e0), "event");
+  ck(cudaEventCreate(&e1), "event");
+  for (ElemType t : o.types)
+    for (const auto& sh : o.shapes) {
+      Row r;
+      r.m = sh[0], r.n = sh[1], r.k = sh[2];
+      r.type = std::string(type_name(t));
+      r.backend = "gpu";
+      const auto ts = setup_for(t);
+      const ElemType cd = ts ? ts->cd : ElemType::s32;
+      MatmulDesc d;
+      d.m = r.m, d.n = r.n, d.k = r.k;
+      d.a_type = d.b_type = t;
+      d.c_type = d.d_type = cd;
+      d.b_order = Order::col_major;
+      try {
+        Plan plan(h, d);
+        r.kernel = plan.describe();
+        const TypeInfo& ti = type_info(t);
+        const int bits = t == ElemType::tf32 ? 32 : ti.bits;
+        const PatternInfo& pi = pattern_info((t == ElemType::s4 || t == ElemType::u4) ? Pattern::p4_8_pairs : pattern_for(t));
+        Buf a(static_cast<size_t>(r.m * r.k * bits / 8)), b(static_cast<size_t>(r.k * r.n * bits / 8));
+        const int cb = cd == ElemType::f32 || cd == ElemType::s32 ? 4 : 2;
+        Buf d1(static_cast<size_t>(r.m * r.n * cb)), d2(static_cast<size_t>(r.m * r.n * cb));
+        const int man = t == ElemType::tf32 ? 23 : ti.man_bits, ex = t == ElemType::tf32 ? 8 : ti.exp_bits,
+                  bias = t == ElemType::tf32 ? 127 : ti.bias;
+        fill_sparse<<<1024, 256, 0, stream>>>(static_cast<uint8_t*>(a.p), r.m, r.k, bits, ex, man, bias, ti.is_float, pi.chunk,
+                                              pi.kept, pi.group, o.seed, t == ElemType::tf32);
+        fill_dense<<<1024, 256, 0, stream>>>(static_cast<uint8_t*>(b.p), r.k * r.n, bits, ex, man, bias, ti.is_float,
+                                             o.seed + 1, t == ElemType::tf32);
+        ck(cudaGetLastError(), "fill");
+        SparseMatrix sa = compress(h, d, a.p, r.k, 0, PruneMode::check, stream);
+        ck(cudaMemsetAsync(d1.p, 0xA5, r.m * r.n * cb, stream), "poison");
+        std::vector<double> ktimes, calls;
+        for (int i = 0; i < o.warmup + o.reps; ++i) {
+          ck(cudaStreamSynchronize(stream), "sync");
+          const auto h0 = std::chrono::steady_clock::now();
+          ck(cudaEventRecord(e0, stream), "event");
+          plan.run(sa, b.p, nullptr, d1.p, 1.f, 0.f, nullptr, nullptr, stream);
+          ck(cudaEventRecord(e1, stream), "event");
+          ck(cudaStreamSynchronize(stream), "spmma run");
+          const auto h1 = std::chrono::steady_clock::now();
+          float ms = 0;
+          ck(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
+          if (i >= o.warmup) {
+            ktimes.push_back(ms);
+            calls.push_back(std::chrono::duration<double, std::micro>(h1 - h0).count());
+          }
+        }
+        r.spmma_ms = median(ktimes);
+        r.spmma_call_us = median(calls);
+        const double flops = 2.0 * r.m * r.n * r.k;
+        r.spmma_tflops = flops / (r.spmma_ms * 1e-3) / 1e12;
+        if (ts) {
+          CublasGemm g(*ts, r.m, r.n, r.k);
+          if (g.ok) {
+            std::vector<double> ct;
+            for (int i = 0; i < o.warmup + o.reps; ++i) {
+              ck(cudaEventRecord(e0, stream), "event");
+              g.run(*ts, a.p, b.p, d2.p, stream);
+              ck(cudaEventRecord(e1, stream), "event");
+              ck(cudaStreamSynchronize(stream), "cublas run");
+              float ms = 0;
+              ck(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
+              if (i >= o.warmup) ct.push_back(ms);
+            }
+            r.cublas_ms = median(ct);
+            r.cublas_tflops = flops / (r.cublas_ms * 1e-3) / 1e12;
+            // Verify spmma against cuBLAS on the same A, element by element.
+            std::vector<uint8_t> h1(static_cast<size_t>(r.m * r.n * cb)), h2(h1.size());
+            ck(cudaMemcpy(h1.data(), d1.p, h1.size(), cudaMemcpyDeviceToHost), "download");
+            ck(cudaMemcpy(h2.data(), d2.p, h2.size(), cudaMemcpyDeviceToHost), "download");
+            double scale = 0;
+            for (int64_t i = 0; i < r.m * r.n; ++i) scale = std::max(scale, std::fabs(elem_value(h2.data(), i, cd)));
+            double worst = 0;
+            bool finite = true;
+            for (int64_t i = 0; i < r.m * r.n; ++i) {
+              const double x = elem_value(h1.data(), i, cd), y = elem_value(h2.data(), i, cd);
+              finite &= std::isfinite(x);
+              worst = std::max(worst, std::fabs(x - y) / (std::fabs(y) + 1e-2 * scale + 1e-30));
+            }
+            r.max_error = worst;
+            const double bound = cd == ElemType::s32 ? 0.0 : cd == ElemType::f32 ? 1e-3 : 2e-2;
+            r.verified = finite && worst <= bound;
+          } else {
+            r.note = g.why;
+          }
+        } else {
+          r.note = "cuBLAS has no " + r.type + " GEMM";
+        }
+      } catch (const Error& e) {
+        r.note = e.what();
+      }
+      rows.push_back(r);
+    }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  cudaStreamDestroy(stream);
+  return rows;
+}
+
+}  // namespace spmma::bench

@@ -1,0 +1,253 @@
+// GPU matmul against an independent dense product in double on the decompressed A.
+// Label `gpu`: exits 77 (skipped) where no GPU is usable.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <random>
+
+#include "spmma/error.hpp"
+#include "spmma/matmul.hpp"
+#include "spmma/sparse.hpp"
+
+using namespace spmma;
+
+namespace {
+
+uint64_t seed() {
+  static const uint64_t s = [] {
+    const char* e = std::getenv("SPMMA_SEED");
+    const uint64_t v = e ? std::strtoull(e, nullptr, 10) : std::random_device{}();
+    std::cerr << "[   seed   ] " << v << " (replay with SPMMA_SEED=" << v << ")\n";
+    return v;
+  }();
+  return s;
+}
+
+void ck(cudaError_t e) { ASSERT_EQ(e, cudaSuccess) << cudaGetErrorString(e); }
+
+int bits_of(ElemType t) { return t == ElemType::tf32 ? 32 : type_info(t).bits; }
+
+// Raw bytes of a matrix stored (rows x cols) row-major with leading dimension ld, at the type's width.
+std::vector<uint8_t> to_bytes(const Matrix& m, int64_t ld) {
+  const int b = bits_of(m.type);
+  std::vector<uint8_t> out(static_cast<size_t>((m.rows * ld * b + 7) / 8), 0);
+  for (int64_t r = 0; r < m.rows; ++r)
+    for (int64_t c = 0; c < m.cols; ++c) {
+      const uint64_t v = m.at(r, c);
+      const int64_t i = r * ld + c;
+      if (b == 4) out[static_cast<size_t>(i / 2)] |= static_cast<uint8_t>((v & 0xF) << (4 * (i % 2)));
+      else
+        for (int q = 0; q < b / 8; ++q) out[static_cast<size_t>(i * (b / 8) + q)] = static_cast<uint8_t>(v >> (8 * q));
+    }
+  return out;
+}
+
+Matrix transpose(const Matrix& m) {
+  Matrix t(m.type, m.cols, m.rows);
+  for (int64_t r = 0; r < m.rows; ++r)
+    for (int64_t c = 0; c < m.cols; ++c) t.at(c, r) = m.at(r, c);
+  return t;
+}
+
+uint64_t random_value(ElemType t, std::mt19937_64& rng) {
+  std::normal_distribution<double> nd(0.0, 1.0);
+  if (!type_info(t).is_float) {
+    const auto& ti = type_info(t);
+    const int64_t lo = static_cast<int64_t>(ti.min_value), hi = static_cast<int64_t>(ti.max_finite);
+    return encode(t, static_cast<double>(lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1))));
+  }
+  return encode(t, nd(rng));
+}
+
+struct Case {
+  ElemType a, b, cd;
+  int64_t m, n, k;
+  Order b_order = Order::col_major, cd_order = Order::row_major;
+  int64_t batch = 1;
+  bool a_per_batch = false;
+  Activation act = Activation::none;
+  bool bias = false;
+  float alpha = 1.f, beta = 0.f;
+};
+
+void run_case(const Case& cs, Handle& h, std::mt19937_64& rng) {
+  SCOPED_TRACE(std::string(type_name(cs.a)) + " x " + std::string(type_name(cs.b)) + " -> " + std::string(type_name(cs.cd)) +
+               " m=" + std::to_string(cs.m) + " n=" + std::to_string(cs.n) + " k=" + std::to_string(cs.k) +
+               " batch=" + std::to_string(cs.batch));
+  MatmulDesc d;
+  d.m = cs.m, d.n = cs.n, d.k = cs.k;
+  d.a_type = cs.a, d.b_type = cs.b, d.c_type = cs.cd, d.d_type = cs.cd;
+  d.b_order = cs.b_order, d.cd_order = cs.cd_order;
+  d.batch = cs.batch, d.a_per_batch = cs.a_per_batch;
+  d.activation = cs.act, d.bias = cs.bias;
+  const int64_t na = cs.a_per_batch ? cs.batch : 1;
+  // Host data: A pruned and compressed, B, C, bias.
+  std::vector<Compressed> comp;
+  std::vector<Matrix> dense_a;
+  Plan plan(h, d);
+  for (int64_t i = 0; i < na; ++i) {
+    Matrix a(cs.a, cs.m, cs.k);
+    for (auto& x : a.bits) x = random_value(cs.a, rng);
+    const Pattern p = (cs.a == ElemType::s4 || cs.a == ElemType::u4) ? Pattern::p4_8_pairs : pattern_for(cs.a);
+    a = prune_magnitude(a, p);
+    comp.push_back(compress(a, p, true));
+    dense_a.push_back(a);
+  }
+  SparseMatrix sa = upload(h, d, comp);
+  std::vector<Matrix> bs, cs_;
+  std::vector<uint8_t> hb, hc;
+  for (int64_t i = 0; i < cs.batch; ++i) {
+    Matrix b(cs.b, cs.k, cs.n), c(cs.cd, cs.m, cs.n);
+    for (auto& x : b.bits) x = random_value(cs.b, rng);
+    for (auto& x : c.bits) x = random_value(cs.cd, rng);
+    const Matrix bst = cs.b_order == Order::row_major ? b : transpose(b);
+    const Matrix cst = cs.cd_order == Order::row_major ? c : transpose(c);
+    auto bb = to_bytes(bst, bst.cols), cb = to_bytes(cst, cst.cols);
+    hb.insert(hb.end(), bb.begin(), bb.end());
+    hc.insert(hc.end(), cb.begin(), cb.end());
+    bs.push_back(b), cs_.push_back(c);
+  }
+  std::vector<float> bias(static_cast<size_t>(cs.m));
+  for (auto& x : bias) x = static_cast<float>(static_cast<int>(rng() % 7) - 3);
+  const size_t d_bytes = hc.size();
+  void *db, *dc, *dd, *dbias, *ws = nullptr;
+  ck(cudaMalloc(&db, hb.size()));
+  ck(cudaMalloc(&dc, hc.size()));
+  ck(cudaMalloc(&dd, d_bytes));
+  ck(cudaMalloc(&dbias, bias.size() * 4));
+  ck(cudaMemcpy(db, hb.data(), hb.size(), cudaMemcpyHostToDevice));
+  ck(cudaMemcpy(dc, hc.data(), hc.size(), cudaMemcpyHostToDevice));
+  ck(cudaMemcpy(dbias, bias.data(), bias.size() * 4, cudaMemcpyHostToDevice));
+  ck(cudaMemset(dd, 0xA5, d_bytes));  // poison
+  if (plan.workspace_bytes()) ck(cudaMalloc(&ws, plan.workspace_bytes()));
+  plan.run(sa, db, cs.beta != 0 ? dc : nullptr, dd, cs.alpha, cs.beta, cs.bias ? static_cast<float*>(dbias) : nullptr, ws);
+  ck(cudaDeviceSynchronize());
+  std::vector<uint8_t> hd(d_bytes);
+  ck(cudaMemcpy(hd.data(), dd, d_bytes, cudaMemcpyDeviceToHost));
+  cudaFree(db), cudaFree(dc), cudaFree(dd), cudaFree(dbias);
+  if (ws) cudaFree(ws);
+
+  const int ob = bits_of(cs.cd) / 8;
+  const bool integer = !type_info(cs.a).is_float;
+  int bad = 0;
+  for (int64_t bi = 0; bi < cs.batch; ++bi) {
+    const Matrix& a = dense_a[static_cast<size_t>(cs.a_per_batch ? bi : 0)];
+    for (int64_t i = 0; i < cs.m; ++i)
+      for (int64_t j = 0; j < cs.n; ++j) {
+        double acc = 0, mag = 0;
+        for (int64_t k = 0; k < cs.k; ++k) {
+          const double x = a.value(i, k) * bs[static_cast<size_t>(bi)].value(k, j);
+          acc += x, mag += std::fabs(x);
+        }
+        double v = cs.alpha * acc;
+        if (cs.beta != 0) v += cs.beta * cs_[static_cast<size_t>(bi)].value(i, j);
+        if (cs.bias) v += bias[static_cast<size_t>(i)];
+        if (cs.act == Activation::relu) v = v > 0 ? v : 0;
+        if (cs.act == Activation::gelu) v = 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
+        const int64_t idx = bi * cs.m * cs.n + (cs.cd_order == Order::row_major ? i * cs.n + j : j * cs.m + i);
+        uint64_t bits = 0;
+        std::memcpy(&bits, hd.data() + idx * ob, static_cast<size_t>(ob));
+        const double got = decode(cs.cd, bits);
+        const double want = decode(cs.cd, encode(cs.cd, v));
+        // f32 accumulation: a few ulps of Σ|a·b|; then one rounding into D.
+        const double tol = integer ? 0.0 : 1e-5 * (mag * std::fabs(cs.alpha) + 1.0) + std::fabs(want) * (cs.cd == ElemType::f32 ? 1e-6 : cs.cd == ElemType::f16 ? 1e-3 : 8e-3);
+        if (!(std::fabs(got - want) <= tol)) {
+          if (++bad <= 5)
+            ADD_FAILURE() << "batch " << bi << " D[" << i << "][" << j << "] = " << got << ", want " << want << " (tol " << tol << ")";
+        }
+      }
+  }
+  EXPECT_EQ(bad, 0);
+}
+
+}  // namespace
+
+class MatmulGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) GTEST_SKIP() << "no GPU";
+  }
+};
+
+TEST_F(MatmulGpu, EveryTypeAgainstADenseReference) {
+  Handle h(Device::gpu);
+  std::mt19937_64 rng(seed());
+  const Case cases[] = {
+      {ElemType::bf16, ElemType::bf16, ElemType::f32, 256, 128, 256},
+      {ElemType::bf16, ElemType::bf16, ElemType::bf16, 200, 77, 320},
+      {ElemType::f16, ElemType::f16, ElemType::f16, 130, 129, 64},
+      {ElemType::tf32, ElemType::tf32, ElemType::f32, 128, 64, 96},
+      {ElemType::s8, ElemType::s8, ElemType::s32, 144, 40, 320},
+      {ElemType::u8, ElemType::s8, ElemType::s32, 64, 64, 128},
+      {ElemType::s4, ElemType::s4, ElemType::s32, 128, 24, 256},
+      {ElemType::e4m3, ElemType::e4m3, ElemType::f32, 128, 128, 192},
+      {ElemType::e5m2, ElemType::e4m3, ElemType::bf16, 100, 50, 128},
+  };
+  for (const Case& c : cases) run_case(c, h, rng);
+}
+
+TEST_F(MatmulGpu, LayoutsBatchesAndEpilogues) {
+  Handle h(Device::gpu);
+  std::mt19937_64 rng(seed() + 1);
+  Case c{ElemType::bf16, ElemType::bf16, ElemType::f32, 160, 96, 128};
+  c.b_order = Order::row_major;
+  run_case(c, h, rng);
+  c.cd_order = Order::col_major;
+  c.alpha = 0.5f, c.beta = -2.f;
+  run_case(c, h, rng);
+  c.batch = 3;
+  run_case(c, h, rng);
+  c.a_per_batch = true;
+  c.bias = true;
+  c.act = Activation::relu;
+  run_case(c, h, rng);
+  c.act = Activation::gelu;
+  c.b_order = Order::col_major;
+  run_case(c, h, rng);
+  Case q{ElemType::s8, ElemType::s8, ElemType::s8, 128, 64, 128};
+  q.alpha = 1.f / 64, q.bias = true;
+  run_case(q, h, rng);
+}
+
+// The GPU compressor gives exactly the host's prune + compress, for every type it supports.
+TEST_F(MatmulGpu, GpuCompressEqualsHostCompress) {
+  Handle h(Device::gpu);
+  std::mt19937_64 rng(seed() + 2);
+  for (ElemType t : {ElemType::bf16, ElemType::f16, ElemType::tf32, ElemType::e4m3, ElemType::s8, ElemType::u8, ElemType::s4}) {
+    SCOPED_TRACE(std::string(type_name(t)));
+    MatmulDesc d;
+    d.m = 77, d.n = 8, d.k = 256;
+    d.a_type = t, d.b_type = t;
+    const bool integer = !type_info(t).is_float;
+    d.c_type = d.d_type = integer ? ElemType::s32 : ElemType::f32;
+    Matrix a(t, d.m, d.k);
+    for (auto& x : a.bits) x = random_value(t, rng);
+    for (int i = 0; i < 50; ++i) a.bits[rng() % a.bits.size()] = 0;  // some chunks with fewer non-zeros
+    const auto bytes = to_bytes(a, d.k);
+    void* da;
+    ck(cudaMalloc(&da, bytes.size()));
+    ck(cudaMemcpy(da, bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
+    const Pattern p = (t == ElemType::s4 || t == ElemType::u4) ? Pattern::p4_8_pairs : pattern_for(t);
+    SparseMatrix sm = compress(h, d, da, d.k, 0, PruneMode::magnitude);
+    const Compressed got = sm.to_host(0), want = spmma::compress(prune_magnitude(a, p), p, true);
+    EXPECT_EQ(got.values.bits, want.values.bits);
+    EXPECT_EQ(got.metadata, want.metadata);
+    // Check mode: the unpruned matrix violates its pattern; the error names row and chunk.
+    try {
+      compress(h, d, da, d.k, 0, PruneMode::check);
+      ADD_FAILURE() << "a violating A was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Status::pattern_violation);
+      const auto v = check_pattern(a, p);
+      ASSERT_TRUE(v.has_value());
+      EXPECT_NE(std::string(e.what()).find("row " + std::to_string(v->row) + ", chunk " + std::to_string(v->chunk)),
+                std::string::npos) << e.what() << " vs " << v->message;
+    }
+    cudaFree(da);
+  }
+}
