@@ -183,7 +183,7 @@ TEST_F(MatmulGpu, EveryTypeAgainstADenseReference) {
       {ElemType::f16, ElemType::f16, ElemType::f16, 130, 129, 64},
       {ElemType::tf32, ElemType::tf32, ElemType::f32, 128, 64, 96},
       {ElemType::s8, ElemType::s8, ElemType::s32, 144, 40, 320},
-      {ElemType::u8, ElemType::s8, ElemType::s32, 64, 64, 128},
+      {ElemType::u8, ElemType::u8, ElemType::s32, 64, 64, 128},
       {ElemType::s4, ElemType::s4, ElemType::s32, 128, 24, 256},
       {ElemType::e4m3, ElemType::e4m3, ElemType::f32, 128, 128, 192},
       {ElemType::e5m2, ElemType::e4m3, ElemType::bf16, 100, 50, 128},

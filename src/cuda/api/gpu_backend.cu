@@ -38,27 +38,35 @@ SPMMA_SM80_INT_TRAITS(S4U4, 128, 4, mma_sp_ordered_metadata_m16n8k128_row_col_s3
 SPMMA_SM80_INT_TRAITS(U4S4, 128, 4, mma_sp_ordered_metadata_m16n8k128_row_col_s32_u4_s4_s32)
 SPMMA_SM80_INT_TRAITS(U4U4, 128, 4, mma_sp_ordered_metadata_m16n8k128_row_col_s32_u4_u4_s32)
 
-using Launch = void (*)(const sm80::Params&, dim3, size_t, cudaStream_t);
+// One launcher per (instruction, tile); `wide` picks the tile (see GpuBackend::plan).
+using Launch = void (*)(const sm80::Params&, bool wide, cudaStream_t);
 
-template <class T>
-void launch(const sm80::Params& p, dim3 grid, size_t smem, cudaStream_t s) {
-  sm80::spgemm_kernel<T><<<grid, sm80::kThreads, smem, s>>>(p);
+template <class Traits, class T>
+void launch_tile(const sm80::Params& p, cudaStream_t s) {
+  static const bool ready = [] {
+    check(cudaFuncSetAttribute(sm80::spgemm_kernel<Traits, T>, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes),
+          "cudaFuncSetAttribute");
+    return true;
+  }();
+  (void)ready;
+  const dim3 grid(static_cast<unsigned>((p.n + T::kBlockN - 1) / T::kBlockN), static_cast<unsigned>(p.m_pad / sm80::kBlockM),
+                  static_cast<unsigned>(p.batch));
+  sm80::spgemm_kernel<Traits, T><<<grid, sm80::kThreads, T::kSmemBytes, s>>>(p);
 }
 
-template <class T>
-void set_smem_limit(size_t smem) {
-  check(cudaFuncSetAttribute(sm80::spgemm_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
-        "cudaFuncSetAttribute");
+template <class Traits>
+void launch(const sm80::Params& p, bool wide, cudaStream_t s) {
+  if (wide) launch_tile<Traits, sm80::WideTile>(p, s);
+  else launch_tile<Traits, sm80::NarrowTile>(p, s);
 }
 
 struct Instr {
   ElemType a, b;
   const char* variant;  // the registry id of the instruction
   Launch launch;
-  void (*prepare)(size_t);
 };
 
-#define SPMMA_INSTR(A, B, TRAITS, ID) {ElemType::A, ElemType::B, ID, &launch<TRAITS>, &set_smem_limit<TRAITS>}
+#define SPMMA_INSTR(A, B, TRAITS, ID) {ElemType::A, ElemType::B, ID, &launch<TRAITS>}
 const Instr kInstrs[] = {
     SPMMA_INSTR(bf16, bf16, Bf16, "mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.bf16.bf16.f32"),
     SPMMA_INSTR(f16, f16, F16, "mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32"),
@@ -265,7 +273,7 @@ __global__ void transpose_kernel(const T* __restrict__ in, T* __restrict__ out, 
 struct GpuKernel final : Kernel {
   MatmulDesc desc;
   const Instr* instr = nullptr;
-  size_t smem = 0;
+  bool wide = true;  // the 128 x 256 tile; the 128 x 128 one for small N
   bool transpose_b = false;
   int b_bits = 16;
 
@@ -274,7 +282,7 @@ struct GpuKernel final : Kernel {
   }
   std::string describe() const override {
     return std::string("sm80 mma.sp kernel: ") + instr->variant + ", CTA tile " + std::to_string(sm80::kBlockM) + "x" +
-           std::to_string(sm80::kBlockN) + ", " + std::to_string(sm80::kStages) + " stages, " +
+           std::to_string(wide ? sm80::WideTile::kBlockN : sm80::NarrowTile::kBlockN) + ", " + std::to_string(sm80::kStages) + " stages, " +
            std::to_string(sm80::kStepsPerStage) + " instructions per stage" +
            (transpose_b ? ", B transposed into the workspace" : "");
   }
@@ -326,15 +334,16 @@ struct GpuKernel final : Kernel {
     p.batch_c = desc.stride_c ? desc.stride_c : desc.m * desc.n;
     p.batch_d = desc.stride_d ? desc.stride_d : desc.m * desc.n;
     p.out_type = out_type(desc.d_type);
-    dim3 grid(static_cast<unsigned>((desc.n + sm80::kBlockN - 1) / sm80::kBlockN), static_cast<unsigned>(st.m_pad / sm80::kBlockM),
-              static_cast<unsigned>(desc.batch));
-    instr->launch(p, grid, smem, s);
+    p.m_pad = static_cast<int>(st.m_pad);
+    p.batch = static_cast<int>(desc.batch);
+    instr->launch(p, wide, s);
     check(cudaGetLastError(), "launch of the sparse GEMM kernel");
   }
 };
 
 struct GpuBackend final : Backend {
   cudaDeviceProp prop{};
+  int64_t prop_sms = 132;
   Device device() const override { return Device::gpu; }
   std::string name() const override {
     return std::string(prop.name) + " (sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + ")";
@@ -373,9 +382,9 @@ struct GpuBackend final : Backend {
     k->transpose_b = desc.b_order == Order::row_major;
     if (k->transpose_b && k->b_bits == 4)
       fail(Status::not_supported, "GPU: a row-major 4-bit B is not supported; give B column-major (K contiguous)");
-    const size_t meta_stage = (sm80::kBlockM / 16) * 32 * sm80::kMetaGroup * 4;
-    k->smem = sm80::kStages * (sm80::kAStageBytes + sm80::kBStageBytes) + sm80::kStages * meta_stage;
-    in->prepare(k->smem);
+    // Wide tiles when N fills them and the grid still covers the GPU's SMs at least once.
+    const int64_t wide_ctas = (desc.m + sm80::kBlockM - 1) / sm80::kBlockM * ((desc.n + 255) / 256) * desc.batch;
+    k->wide = desc.n >= 256 && wide_ctas >= prop_sms;
     return k;
   }
   std::unique_ptr<SparseStorage> compress(const MatmulDesc& desc, const void* a, int64_t lda, int64_t stride_a,
@@ -441,6 +450,7 @@ std::unique_ptr<Backend> make_gpu_backend(std::string* why) {
   }
   auto b = std::make_unique<GpuBackend>();
   check(cudaGetDeviceProperties(&b->prop, 0), "cudaGetDeviceProperties");
+  b->prop_sms = b->prop.multiProcessorCount;
   if (b->prop.major < 8) {
     if (why) *why = std::string(b->prop.name) + " is older than sm_80";
     return nullptr;

@@ -18,13 +18,11 @@
 namespace spmma::sm80 {
 
 // ---------------------------------------------------------------- tile constants
-constexpr int kBlockM = 128;           // rows of D per CTA
-constexpr int kBlockN = 128;           // columns of D per CTA
+constexpr int kBlockM = 128;           // rows of D per CTA (A's rows are padded to it)
 constexpr int kWarpsM = 2, kWarpsN = 4;
 constexpr int kThreads = 32 * kWarpsM * kWarpsN;
 constexpr int kWarpM = kBlockM / kWarpsM;  // 64: four m16 tiles per warp
-constexpr int kWarpN = kBlockN / kWarpsN;  // 32: four n8 tiles per warp
-constexpr int kMTiles = kWarpM / 16, kNTiles = kWarpN / 8;
+constexpr int kMTiles = kWarpM / 16;
 constexpr int kStepsPerStage = 2;           // instructions along K per pipeline stage
 constexpr int kABytesPerStep = 32;          // packed A bytes per row per instruction
 constexpr int kBBytesPerStep = 64;          // B bytes per column per instruction
@@ -32,10 +30,24 @@ constexpr int kARowBytes = kStepsPerStage * kABytesPerStep;  // 64
 constexpr int kBRowBytes = kStepsPerStage * kBBytesPerStep;  // 128
 constexpr int kStages = 4;
 constexpr int kAStageBytes = kBlockM * kARowBytes;             // 8 KiB
-constexpr int kBStageBytes = kBlockN * kBRowBytes;             // 16 KiB
 constexpr int kMetaGroup = kStepsPerStage;                     // fragment-ready group G
+constexpr int kMetaStageBytes = (kBlockM / 16) * 32 * kMetaGroup * 4;  // room for 4 metadata lanes per quad
 static_assert(kARowBytes % 16 == 0 && kBRowBytes % 16 == 0, "cp.async moves 16-byte chunks");
-static_assert(kBlockM % 16 == 0 && kWarpM % 16 == 0 && kWarpN % 8 == 0, "whole instruction tiles");
+
+// The CTA's N extent: wide tiles reuse each A fragment over 8 n8 tiles per warp (more math per
+// shared-memory byte); narrow ones keep more CTAs in flight when N is small.
+template <int BlockN, int MinBlocksPerSm>
+struct Tile {
+  static constexpr int kBlockN = BlockN;
+  static constexpr int kWarpN = BlockN / kWarpsN;
+  static constexpr int kNTiles = kWarpN / 8;
+  static constexpr int kMinBlocks = MinBlocksPerSm;
+  static constexpr int kBStageBytes = BlockN * kBRowBytes;
+  static constexpr int kSmemBytes = kStages * (kAStageBytes + kBStageBytes + kMetaStageBytes);
+  static_assert(kWarpN % 8 == 0, "whole n8 tiles per warp");
+};
+using WideTile = Tile<256, 1>;    // 128 x 256, warp tile 64 x 64
+using NarrowTile = Tile<128, 2>;  // 128 x 128, warp tile 64 x 32
 
 struct Params {
   const uint8_t* a;        // packed A values: m_pad rows x a_row_bytes, row-major
@@ -55,6 +67,7 @@ struct Params {
   // batch strides (0: shared)
   int64_t batch_a_bytes, batch_meta_words, batch_b_bytes, batch_c, batch_d;
   int out_type;            // OutType below
+  int m_pad, batch;        // rows of A as stored (a multiple of kBlockM) and the batch count
 };
 
 enum OutType : int { kOutF32 = 0, kOutBf16 = 1, kOutF16 = 2, kOutS32 = 3, kOutS8 = 4 };
@@ -118,8 +131,9 @@ __device__ __forceinline__ void store_d(int out_type, void* d, int64_t idx, doub
 
 // ---------------------------------------------------------------- the kernel
 
-template <class Traits>
-__global__ void __launch_bounds__(kThreads, 2) spgemm_kernel(Params p) {
+template <class Traits, class T>
+__global__ void __launch_bounds__(kThreads, T::kMinBlocks) spgemm_kernel(Params p) {
+  constexpr int kBlockN = T::kBlockN, kWarpN = T::kWarpN, kNTiles = T::kNTiles, kBStageBytes = T::kBStageBytes;
   extern __shared__ __align__(128) uint8_t smem[];
   uint8_t* sA = smem;
   uint8_t* sB = smem + kStages * kAStageBytes;
