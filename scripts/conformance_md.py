@@ -9,7 +9,8 @@ import re
 import sys
 
 COMMAND = ("strip -o .devbin/spmma build/spmma   # on the CPU machine, after scripts/build.sh\n"
-           "bash scripts/device-conform.sh      # on the H100: spmma conform --json-out ... --write-verified ...")
+           "bash scripts/device-all.sh          # on the H100; its last step is\n"
+           "spmma conform --json-out conform.json --write-verified verified_ids.inc")
 
 
 def family(vid):
@@ -53,6 +54,7 @@ def main(path):
     w("| general | random finite values (wide floats: uniform in ±2 scaled by 2^±4, tf32 with random low 13 bits; narrow floats: every finite pattern up to 16; integers: the full range) | integers bit-identical; floats within the bound below |")
     w("| specials | exact inputs, with Inf/NaN at random places in B (float sparse forms) | bit-identical, NaN matching NaN |")
     w("| unordered | exact inputs, every nibble with idx0 > idx1 (plain mma.sp, wgmma.sp) | bit-identical |")
+    w("| onehot | a single 1 in A (one stored element), B rows 1 + k % 7: D shows which row the element met | bit-identical |")
     w("| swizzle128 | exact and general inputs again, A in the 128-byte swizzle layout (wgmma, A by descriptor) | as above |\n")
     w("Metadata in the lanes a selector does not name holds random bits in every trial. wgmma trials")
     w("draw `scale-d` at random (0 computes D = A·B).\n")

@@ -38,8 +38,8 @@ SPMMA_SM80_INT_TRAITS(S4U4, 128, 4, mma_sp_ordered_metadata_m16n8k128_row_col_s3
 SPMMA_SM80_INT_TRAITS(U4S4, 128, 4, mma_sp_ordered_metadata_m16n8k128_row_col_s32_u4_s4_s32)
 SPMMA_SM80_INT_TRAITS(U4U4, 128, 4, mma_sp_ordered_metadata_m16n8k128_row_col_s32_u4_u4_s32)
 
-// One launcher per (instruction, tile); `wide` picks the tile (see GpuBackend::plan).
-using Launch = void (*)(const sm80::Params&, bool wide, cudaStream_t);
+// One launcher per instruction.
+using Launch = void (*)(const sm80::Params&, cudaStream_t);
 
 template <class Traits, class T>
 void launch_tile(const sm80::Params& p, cudaStream_t s) {
@@ -55,9 +55,8 @@ void launch_tile(const sm80::Params& p, cudaStream_t s) {
 }
 
 template <class Traits>
-void launch(const sm80::Params& p, bool wide, cudaStream_t s) {
-  if (wide) launch_tile<Traits, sm80::WideTile>(p, s);
-  else launch_tile<Traits, sm80::NarrowTile>(p, s);
+void launch(const sm80::Params& p, cudaStream_t s) {
+  launch_tile<Traits, sm80::CtaTile>(p, s);
 }
 
 struct Instr {
@@ -273,7 +272,6 @@ __global__ void transpose_kernel(const T* __restrict__ in, T* __restrict__ out, 
 struct GpuKernel final : Kernel {
   MatmulDesc desc;
   const Instr* instr = nullptr;
-  bool wide = true;  // the 128 x 256 tile; the 128 x 128 one for small N
   bool transpose_b = false;
   int b_bits = 16;
 
@@ -282,7 +280,7 @@ struct GpuKernel final : Kernel {
   }
   std::string describe() const override {
     return std::string("sm80 mma.sp kernel: ") + instr->variant + ", CTA tile " + std::to_string(sm80::kBlockM) + "x" +
-           std::to_string(wide ? sm80::WideTile::kBlockN : sm80::NarrowTile::kBlockN) + ", " + std::to_string(sm80::kStages) + " stages, " +
+           std::to_string(sm80::CtaTile::kBlockN) + ", " + std::to_string(sm80::kStages) + " stages, " +
            std::to_string(sm80::kStepsPerStage) + " instructions per stage" +
            (transpose_b ? ", B transposed into the workspace" : "");
   }
@@ -336,14 +334,13 @@ struct GpuKernel final : Kernel {
     p.out_type = out_type(desc.d_type);
     p.m_pad = static_cast<int>(st.m_pad);
     p.batch = static_cast<int>(desc.batch);
-    instr->launch(p, wide, s);
+    instr->launch(p, s);
     check(cudaGetLastError(), "launch of the sparse GEMM kernel");
   }
 };
 
 struct GpuBackend final : Backend {
   cudaDeviceProp prop{};
-  int64_t prop_sms = 132;
   Device device() const override { return Device::gpu; }
   std::string name() const override {
     return std::string(prop.name) + " (sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + ")";
@@ -382,9 +379,6 @@ struct GpuBackend final : Backend {
     k->transpose_b = desc.b_order == Order::row_major;
     if (k->transpose_b && k->b_bits == 4)
       fail(Status::not_supported, "GPU: a row-major 4-bit B is not supported; give B column-major (K contiguous)");
-    // Wide tiles when N fills them and the grid still covers the GPU's SMs at least once.
-    const int64_t wide_ctas = (desc.m + sm80::kBlockM - 1) / sm80::kBlockM * ((desc.n + 255) / 256) * desc.batch;
-    k->wide = desc.n >= 256 && wide_ctas >= prop_sms;
     return k;
   }
   std::unique_ptr<SparseStorage> compress(const MatmulDesc& desc, const void* a, int64_t lda, int64_t stride_a,
@@ -450,7 +444,6 @@ std::unique_ptr<Backend> make_gpu_backend(std::string* why) {
   }
   auto b = std::make_unique<GpuBackend>();
   check(cudaGetDeviceProperties(&b->prop, 0), "cudaGetDeviceProperties");
-  b->prop_sms = b->prop.multiProcessorCount;
   if (b->prop.major < 8) {
     if (why) *why = std::string(b->prop.name) + " is older than sm_80";
     return nullptr;

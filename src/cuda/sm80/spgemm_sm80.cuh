@@ -34,8 +34,9 @@ constexpr int kMetaGroup = kStepsPerStage;                     // fragment-ready
 constexpr int kMetaStageBytes = (kBlockM / 16) * 32 * kMetaGroup * 4;  // room for 4 metadata lanes per quad
 static_assert(kARowBytes % 16 == 0 && kBRowBytes % 16 == 0, "cp.async moves 16-byte chunks");
 
-// The CTA's N extent: wide tiles reuse each A fragment over 8 n8 tiles per warp (more math per
-// shared-memory byte); narrow ones keep more CTAs in flight when N is small.
+// The CTA's N extent. A 128 x 256 tile (warp tile 64 x 64, one CTA per SM) measured slower on
+// the H100 than this 128 x 128 one with two CTAs per SM (docs/benchmarks.md): the kernel is
+// bound by latency, not shared-memory bandwidth, so resident warps win.
 template <int BlockN, int MinBlocksPerSm>
 struct Tile {
   static constexpr int kBlockN = BlockN;
@@ -46,8 +47,7 @@ struct Tile {
   static constexpr int kSmemBytes = kStages * (kAStageBytes + kBStageBytes + kMetaStageBytes);
   static_assert(kWarpN % 8 == 0, "whole n8 tiles per warp");
 };
-using WideTile = Tile<256, 1>;    // 128 x 256, warp tile 64 x 64
-using NarrowTile = Tile<128, 2>;  // 128 x 128, warp tile 64 x 32
+using CtaTile = Tile<128, 2>;  // 128 x 128, warp tile 64 x 32
 
 struct Params {
   const uint8_t* a;        // packed A values: m_pad rows x a_row_bytes, row-major
