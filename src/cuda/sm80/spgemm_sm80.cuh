@@ -150,33 +150,63 @@ __global__ void __launch_bounds__(kThreads, T::kMinBlocks) spgemm_kernel(Params 
   const int k_steps = p.k / Traits::kInstK;
   const int stages_total = (k_steps + kStepsPerStage - 1) / kStepsPerStage;
 
+  // Per-thread copy plan, fixed for the whole K loop: which 16-byte chunks of A and B this thread
+  // moves each stage (global source, shared destination), so a stage only adds its K offset.
+  constexpr int kAChunks = kBlockM * (kARowBytes / 16) / kThreads;   // 2
+  constexpr int kBChunks = kBlockN * (kBRowBytes / 16) / kThreads;   // 4
+  static_assert(kAChunks * kThreads == kBlockM * (kARowBytes / 16) && kBChunks * kThreads == kBlockN * (kBRowBytes / 16),
+                "every thread copies the same number of chunks");
+  const uint32_t sA_u32 = smem_u32(sA), sB_u32 = smem_u32(sB), sMeta_u32 = smem_u32(sMeta);
+  const uint8_t* a_src_g[kAChunks];
+  uint32_t a_dst_s[kAChunks], a_col[kAChunks];
+#pragma unroll
+  for (int i = 0; i < kAChunks; ++i) {
+    const int idx = tid + i * kThreads, r = idx / (kARowBytes / 16), c = idx % (kARowBytes / 16);
+    a_src_g[i] = gA + r * p.a_row_bytes + c * 16;
+    a_dst_s[i] = r * kARowBytes + a_chunk(r, c) * 16;
+    a_col[i] = c * 16;
+  }
+  const uint8_t* b_src_g[kBChunks];
+  uint32_t b_dst_s[kBChunks], b_col[kBChunks];
+  bool b_in[kBChunks];
+#pragma unroll
+  for (int i = 0; i < kBChunks; ++i) {
+    const int idx = tid + i * kThreads, r = idx / (kBRowBytes / 16), c = idx % (kBRowBytes / 16);
+    const int col = block_n + r;
+    b_in[i] = col < p.n;
+    b_src_g[i] = gB + (b_in[i] ? static_cast<int64_t>(col) * p.ldb_bytes : 0) + c * 16;
+    b_dst_s[i] = r * kBRowBytes + b_chunk(r, c) * 16;
+    b_col[i] = c * 16;
+  }
+  const int64_t b_k_bytes = static_cast<int64_t>(p.k) * Traits::kBBits / 8;
+  const int meta_records = (kBlockM / 16) * p.meta_lanes;  // <= kThreads: one record per thread at most
+  const bool meta_copier = tid < meta_records;
+  const uint32_t* meta_src_g = gMeta;
+  if (meta_copier) {
+    const int wb = tid / p.meta_lanes, lane_p = tid % p.meta_lanes;
+    meta_src_g += ((static_cast<int64_t>(block_m / 16 + wb) * p.meta_groups) * p.meta_lanes + lane_p) * kMetaGroup;
+  }
+  const int64_t meta_stage_stride = static_cast<int64_t>(p.meta_lanes) * kMetaGroup;  // words per group step
+
   // Issues the cp.async copies of pipeline stage `s` (A rows, B columns, metadata records).
   auto load_stage = [&](int s) {
     const int slot = s % kStages;
-    uint8_t* a_dst = sA + slot * kAStageBytes;
-    uint8_t* b_dst = sB + slot * kBStageBytes;
-    const int64_t a_off = static_cast<int64_t>(s) * kARowBytes;
-    const int64_t b_off = static_cast<int64_t>(s) * kBRowBytes;
-    for (int i = tid; i < kBlockM * (kARowBytes / 16); i += kThreads) {
-      const int r = i / (kARowBytes / 16), c = i % (kARowBytes / 16);
-      const bool ok = a_off + c * 16 < p.a_row_bytes;  // rows are padded to kBlockM: no row check
-      cp_async_16(a_dst + r * kARowBytes + a_chunk(r, c) * 16, gA + r * p.a_row_bytes + (ok ? a_off + c * 16 : 0), ok);
+    const int64_t a_off = static_cast<int64_t>(s) * kARowBytes, b_off = static_cast<int64_t>(s) * kBRowBytes;
+#pragma unroll
+    for (int i = 0; i < kAChunks; ++i) {
+      const bool ok = a_off + a_col[i] < p.a_row_bytes;  // rows are padded to kBlockM: no row check
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(sA_u32 + slot * kAStageBytes + a_dst_s[i]),
+                   "l"(ok ? a_src_g[i] + a_off : a_src_g[i]), "r"(ok ? 16 : 0));
     }
-    for (int i = tid; i < kBlockN * (kBRowBytes / 16); i += kThreads) {
-      const int r = i / (kBRowBytes / 16), c = i % (kBRowBytes / 16);
-      const int col = block_n + r;
-      const bool ok = col < p.n && b_off + c * 16 < static_cast<int64_t>(p.k) * Traits::kBBits / 8;
-      cp_async_16(b_dst + r * kBRowBytes + b_chunk(r, c) * 16,
-                  gB + (ok ? static_cast<int64_t>(col) * p.ldb_bytes + b_off + c * 16 : 0), ok);
+#pragma unroll
+    for (int i = 0; i < kBChunks; ++i) {
+      const bool ok = b_in[i] && b_off + b_col[i] < b_k_bytes;
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(sB_u32 + slot * kBStageBytes + b_dst_s[i]),
+                   "l"(ok ? b_src_g[i] + b_off : b_src_g[i]), "r"(ok ? 16 : 0));
     }
-    // Metadata: one kMetaGroup-word record per (16-row block, metadata lane).
-    uint32_t* m_dst = sMeta + slot * meta_stage_words;
-    for (int i = tid; i < (kBlockM / 16) * p.meta_lanes; i += kThreads) {
-      const int wb = i / p.meta_lanes, lane_p = i % p.meta_lanes;
-      const int64_t gwb = block_m / 16 + wb;
-      const int64_t idx = ((gwb * p.meta_groups + s) * p.meta_lanes + lane_p) * kMetaGroup;
-      cp_async_8(m_dst + i * kMetaGroup, gMeta + idx);
-    }
+    if (meta_copier)
+      asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(sMeta_u32 + (slot * meta_stage_words + tid * kMetaGroup) * 4),
+                   "l"(meta_src_g + s * meta_stage_stride));
   };
 
   typename Traits::Acc acc[kMTiles][kNTiles][4];
@@ -194,8 +224,23 @@ __global__ void __launch_bounds__(kThreads, T::kMinBlocks) spgemm_kernel(Params 
     cp_async_commit();
   }
 
-  const int g = lane / 4, t = lane % 4;
+  // ldmatrix addresses: the swizzle of a row depends only on lane bits, so each thread's
+  // addresses are a fixed base plus compile-time tile offsets.
+  const int g = lane / 4, t = lane % 4, q = lane / 8, r8 = lane % 8;
   const int L = p.meta_lanes / 8;
+  const uint32_t a_row_off = (warp_m * kWarpM + (q % 2) * 8 + r8) * kARowBytes;
+  const int a_sw = (r8 >> 1) & 3;
+  const uint32_t b_row_off = (warp_n * kWarpN + r8) * kBRowBytes;
+  uint32_t a_ld[kStepsPerStage], b_ld[kStepsPerStage];
+#pragma unroll
+  for (int j = 0; j < kStepsPerStage; ++j) {
+    a_ld[j] = a_row_off + (((j * 2 + q / 2) ^ a_sw) * 16);
+    b_ld[j] = b_row_off + (((j * 4 + q) ^ r8) * 16);
+  }
+  const bool meta_lane = t < L;
+  const uint32_t meta_ld = ((warp_m * (kWarpM / 16)) * p.meta_lanes + g * L + (meta_lane ? t : 0)) * kMetaGroup;
+  const uint32_t meta_mt_stride = p.meta_lanes * kMetaGroup;
+
   for (int s = 0; s < stages_total; ++s) {
     cp_async_wait<kStages - 2>();
     __syncthreads();
@@ -204,32 +249,28 @@ __global__ void __launch_bounds__(kThreads, T::kMinBlocks) spgemm_kernel(Params 
     cp_async_commit();
 
     const int slot = s % kStages;
-    const uint8_t* a_src = sA + slot * kAStageBytes;
-    const uint8_t* b_src = sB + slot * kBStageBytes;
-    const uint32_t* m_src = sMeta + slot * meta_stage_words;
+    const uint32_t a_stage = sA_u32 + slot * kAStageBytes, b_stage = sB_u32 + slot * kBStageBytes;
+    const uint32_t* m_src = sMeta + slot * meta_stage_words + meta_ld;
 #pragma unroll
     for (int j = 0; j < kStepsPerStage; ++j) {
       uint32_t bf[kNTiles][4];
 #pragma unroll
-      for (int nt = 0; nt < kNTiles; ++nt) {
-        // Matrix q of the x4 is the q-th 16-byte block of this instruction's 64 B of B.
-        const int r = warp_n * kWarpN + nt * 8 + lane % 8;
-        const int c = j * 4 + lane / 8;
-        ldmatrix_x4(bf[nt], b_src + r * kBRowBytes + b_chunk(r, c) * 16);
-      }
+      for (int nt = 0; nt < kNTiles; ++nt)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(bf[nt][0]), "=r"(bf[nt][1]), "=r"(bf[nt][2]), "=r"(bf[nt][3])
+                     : "r"(b_stage + b_ld[j] + nt * 8 * kBRowBytes));
+      uint32_t af[kMTiles][4], e[kMTiles];
 #pragma unroll
       for (int mt = 0; mt < kMTiles; ++mt) {
-        uint32_t af[4];
-        // Matrices: (rows 0-7, chunk 0), (rows 8-15, chunk 0), (rows 0-7, chunk 1), (rows 8-15, chunk 1).
-        const int q = lane / 8;
-        const int r = warp_m * kWarpM + mt * 16 + (q % 2) * 8 + lane % 8;
-        const int c = j * 2 + q / 2;
-        ldmatrix_x4(af, a_src + r * kARowBytes + a_chunk(r, c) * 16);
-        const int wb = warp_m * (kWarpM / 16) + mt;
-        const uint32_t e = t < L ? m_src[(wb * p.meta_lanes + g * L + t) * kMetaGroup + j] : 0u;
-#pragma unroll
-        for (int nt = 0; nt < kNTiles; ++nt) Traits::mma(acc[mt][nt], af, bf[nt], e);
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(af[mt][0]), "=r"(af[mt][1]), "=r"(af[mt][2]), "=r"(af[mt][3])
+                     : "r"(a_stage + a_ld[j] + mt * 16 * kARowBytes));
+        e[mt] = meta_lane ? m_src[mt * meta_mt_stride + j] : 0u;
       }
+#pragma unroll
+      for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < kNTiles; ++nt) Traits::mma(acc[mt][nt], af[mt], bf[nt], e[mt]);
     }
   }
   cp_async_wait<0>();
