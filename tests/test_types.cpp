@@ -919,3 +919,28 @@ TEST(Types, ErrorsNameTypeAndValue) {
 }
 
 }  // namespace
+
+// Elements in memory: widths per type, and loads/stores that touch only their own element.
+TEST(TypesMemory, WidthsAndElementAccess) {
+  using spmma::load_element, spmma::memory_bits, spmma::store_element, spmma::ElemType;
+  EXPECT_EQ(memory_bits(ElemType::s4), 4);
+  EXPECT_EQ(memory_bits(ElemType::e2m1), 4);
+  EXPECT_EQ(memory_bits(ElemType::e3m2), 8);
+  EXPECT_EQ(memory_bits(ElemType::b1), 8);
+  EXPECT_EQ(memory_bits(ElemType::bf16), 16);
+  EXPECT_EQ(memory_bits(ElemType::tf32), 32);
+  EXPECT_EQ(memory_bits(ElemType::f64), 64);
+  uint8_t buf[16];
+  std::memset(buf, 0xA5, sizeof buf);
+  store_element(buf, 3, 4, 0x6);  // byte 1, high nibble
+  EXPECT_EQ(buf[1], 0x65);
+  EXPECT_EQ(load_element(buf, 3, 4), 0x6u);
+  EXPECT_EQ(load_element(buf, 2, 4), 0x5u);
+  store_element(buf, 1, 16, 0xBEEF);
+  EXPECT_EQ(buf[2], 0xEF);
+  EXPECT_EQ(buf[3], 0xBE);
+  EXPECT_EQ(load_element(buf, 1, 16), 0xBEEFu);
+  store_element(buf, 1, 64, 0x0123456789ABCDEFull);
+  EXPECT_EQ(load_element(buf, 1, 64), 0x0123456789ABCDEFull);
+  EXPECT_EQ(buf[8], 0xEF);
+}

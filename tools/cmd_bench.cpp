@@ -71,14 +71,14 @@ std::vector<BenchRow> run_cpu(const std::vector<std::array<int64_t, 3>>& shapes,
         const Pattern p = (t == ElemType::s4 || t == ElemType::u4) ? Pattern::p4_8_pairs : pattern_for(t);
         a = prune_magnitude(a, p);
         SparseMatrix sa = upload(h, d, {compress(a, p, true)});
-        const int bits = t == ElemType::tf32 ? 32 : type_info(t).bits;
+        const int bits = memory_bits(t);
         std::vector<uint8_t> b(static_cast<size_t>((r.k * r.n * bits + 7) / 8));
         for (auto& x : b) x = static_cast<uint8_t>(rng());
         if (type_info(t).is_float) {  // valid values: small finite numbers in B's own encoding
           Matrix bm(t, r.n, r.k);
           for (auto& x : bm.bits) x = encode(t, nd(rng));
           for (int64_t i = 0; i < r.n * r.k; ++i)
-            for (int q = 0; q < bits / 8; ++q) b[static_cast<size_t>(i * (bits / 8) + q)] = static_cast<uint8_t>(bm.bits[static_cast<size_t>(i)] >> (8 * q));
+            store_element(b.data(), i, bits, bm.bits[static_cast<size_t>(i)]);
         }
         std::vector<uint8_t> out(static_cast<size_t>(r.m * r.n * 4));
         std::vector<double> times;
@@ -98,11 +98,7 @@ std::vector<BenchRow> run_cpu(const std::vector<std::array<int64_t, 3>>& shapes,
           const int64_t i = static_cast<int64_t>(rng() % static_cast<uint64_t>(r.m)), j = static_cast<int64_t>(rng() % static_cast<uint64_t>(r.n));
           double ref = 0, mag = 0;
           for (int64_t k = 0; k < r.k; ++k) {
-            uint64_t bv = 0;
-            if (bits == 4) bv = (b[static_cast<size_t>((j * r.k + k) / 2)] >> (4 * ((j * r.k + k) % 2))) & 0xF;
-            else
-              for (int q = 0; q < bits / 8; ++q) bv |= static_cast<uint64_t>(b[static_cast<size_t>((j * r.k + k) * (bits / 8) + q)]) << (8 * q);
-            const double x = a.value(i, k) * decode(t, bv);
+            const double x = a.value(i, k) * decode(t, load_element(b.data(), j * r.k + k, bits));
             ref += x, mag += std::fabs(x);
           }
           uint32_t ob = 0;

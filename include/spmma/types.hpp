@@ -33,6 +33,7 @@
 // Overflow::saturate / Overflow::to_inf_or_nan override the default where the type allows.
 #pragma once
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -93,6 +94,30 @@ double decode(ElemType t, uint64_t bits);
 // dropping the low 13 bits); NaN is never zero; ue8m0 has no zero.
 bool is_zero(ElemType t, uint64_t bits);
 bool is_nan(ElemType t, uint64_t bits);
+
+// Elements in memory (host and device buffers, raw .npy arrays, the compressed values): each
+// takes memory_bits(t) bits — 4 for s4/u4/e2m1 (two per byte, element 0 in the low nibble), 8 for
+// the other types of 8 bits or fewer (6-bit types and b1 in a byte of their own), else the type's
+// width (tf32: the 32 bits of its f32 form). Little-endian.
+int memory_bits(ElemType t);
+// Bit pattern of element i of a buffer whose elements are `bits` wide (4, 8, 16, 32 or 64).
+inline uint64_t load_element(const void* base, int64_t i, int bits) {
+  const auto* p = static_cast<const uint8_t*>(base);
+  if (bits == 4) return (p[i / 2] >> (4 * (i % 2))) & 0xF;
+  uint64_t v = 0;
+  std::memcpy(&v, p + i * (bits / 8), static_cast<size_t>(bits / 8));  // little-endian hosts
+  return v;
+}
+// Stores element i; for 4-bit elements only its own nibble of the byte changes.
+inline void store_element(void* base, int64_t i, int bits, uint64_t v) {
+  auto* p = static_cast<uint8_t*>(base);
+  if (bits == 4) {
+    const int shift = 4 * static_cast<int>(i % 2);
+    p[i / 2] = static_cast<uint8_t>((p[i / 2] & ~(0xF << shift)) | ((v & 0xF) << shift));
+    return;
+  }
+  std::memcpy(p + i * (bits / 8), &v, static_cast<size_t>(bits / 8));
+}
 
 // .kind::f8f6f4 packs 4- and 6-bit values into 8-bit containers: e2m1 in bits [5:2],
 // e3m2 / e2m3 in bits [5:0]; e4m3 / e5m2 use all 8 bits. Padding bits are zero.

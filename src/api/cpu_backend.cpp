@@ -83,49 +83,12 @@ void parallel_for(int64_t n, double work_per_item, F&& f) {
 
 // ------------------------------------------------------------------ elements in memory
 
-// Width of one element in memory, in bits: 4, 8, 16 or 32 for every type the API takes.
+// Width of one element in memory (spmma::memory_bits): 4, 8, 16 or 32 for every type the API takes.
 int mem_bits(ElemType t) {
-  const int b = type_info(t).bits;
+  const int b = memory_bits(t);
   if (b != 4 && b != 8 && b != 16 && b != 32)
     fail(Status::internal, "cpu backend: no memory form for " + std::string(type_name(t)));
   return b;
-}
-
-// Bit pattern of element i (elements counted from base; 4-bit: byte i/2, low nibble first).
-inline uint64_t load_bits(const void* base, int bits, int64_t i) {
-  const auto* p = static_cast<const uint8_t*>(base);
-  switch (bits) {
-    case 4: return (i & 1) ? (p[i >> 1] >> 4) : (p[i >> 1] & 0xF);
-    case 8: return p[i];
-    case 16: {
-      uint16_t v;
-      std::memcpy(&v, p + 2 * i, 2);
-      return v;
-    }
-    default: {
-      uint32_t v;
-      std::memcpy(&v, p + 4 * i, 4);
-      return v;
-    }
-  }
-}
-
-// D types are 8, 16 or 32 bits wide (never 4: no read-modify-write races between threads).
-inline void store_bits(void* base, int bits, int64_t i, uint64_t v) {
-  auto* p = static_cast<uint8_t*>(base);
-  switch (bits) {
-    case 8: p[i] = static_cast<uint8_t>(v); break;
-    case 16: {
-      const auto w = static_cast<uint16_t>(v);
-      std::memcpy(p + 2 * i, &w, 2);
-      break;
-    }
-    default: {
-      const auto w = static_cast<uint32_t>(v);
-      std::memcpy(p + 4 * i, &w, 4);
-      break;
-    }
-  }
 }
 
 // decode(t, i) for every pattern i of a type of at most 16 bits; built once per type.
@@ -257,7 +220,7 @@ class CpuKernel final : public Kernel {
         for (int64_t j = 0; j < n; ++j) {
           const int64_t src = base + (brow ? kk * ldb_ + j : j * ldb_ + kk);
           out[static_cast<size_t>(transposed ? j * k + kk : kk * n + j)] =
-              static_cast<T>(b_dec_(load_bits(b, b_dec_.bits(), src)));
+              static_cast<T>(b_dec_(load_element(b, src, b_dec_.bits())));
         }
     });
   }
@@ -281,10 +244,10 @@ class CpuKernel final : public Kernel {
       for (int64_t i = r0; i < r1; ++i)
         for (int64_t j = 0; j < n; ++j) {
           double v = al * acc(i, j);
-          if (beta != 0.0f) v += be * c_dec_(load_bits(c, c_dec_.bits(), e * sc_ + cd_index(i, j, ldc_)));
+          if (beta != 0.0f) v += be * c_dec_(load_element(c, e * sc_ + cd_index(i, j, ldc_), c_dec_.bits()));
           if (bias != nullptr) v += static_cast<double>(bias[i]);
           v = activate(v, d_.activation);
-          store_bits(d, d_bits_, e * sd_ + cd_index(i, j, ldd_), encode(d_.d_type, v));
+          store_element(d, e * sd_ + cd_index(i, j, ldd_), d_bits_, encode(d_.d_type, v));
         }
     });
   }
@@ -383,7 +346,7 @@ class CpuBackend final : public Backend {
       const int64_t base = e * stride_a;
       parallel_for(desc.m, static_cast<double>(desc.k) * 2, [&](int64_t r0, int64_t r1) {
         for (int64_t r = r0; r < r1; ++r)
-          for (int64_t col = 0; col < desc.k; ++col) dense.at(r, col) = load_bits(a, bits, base + r * lda + col);
+          for (int64_t col = 0; col < desc.k; ++col) dense.at(r, col) = load_element(a, base + r * lda + col, bits);
       });
       if (mode == PruneMode::check) {
         if (auto v = check_pattern(dense))

@@ -387,4 +387,11 @@ uint64_t from_f8f6f4_container(ElemType t, uint8_t container) {
   return (container & field) >> r.container_shift;
 }
 
+int memory_bits(ElemType t) {
+  const int b = type_info(t).bits;
+  if (b == 4) return 4;
+  if (b <= 8) return 8;
+  return b;
+}
+
 }  // namespace spmma

@@ -29,20 +29,13 @@ uint64_t seed() {
 
 void ck(cudaError_t e) { ASSERT_EQ(e, cudaSuccess) << cudaGetErrorString(e); }
 
-int bits_of(ElemType t) { return t == ElemType::tf32 ? 32 : type_info(t).bits; }
 
 // Raw bytes of a matrix stored (rows x cols) row-major with leading dimension ld, at the type's width.
 std::vector<uint8_t> to_bytes(const Matrix& m, int64_t ld) {
-  const int b = bits_of(m.type);
+  const int b = memory_bits(m.type);
   std::vector<uint8_t> out(static_cast<size_t>((m.rows * ld * b + 7) / 8), 0);
   for (int64_t r = 0; r < m.rows; ++r)
-    for (int64_t c = 0; c < m.cols; ++c) {
-      const uint64_t v = m.at(r, c);
-      const int64_t i = r * ld + c;
-      if (b == 4) out[static_cast<size_t>(i / 2)] |= static_cast<uint8_t>((v & 0xF) << (4 * (i % 2)));
-      else
-        for (int q = 0; q < b / 8; ++q) out[static_cast<size_t>(i * (b / 8) + q)] = static_cast<uint8_t>(v >> (8 * q));
-    }
+    for (int64_t c = 0; c < m.cols; ++c) store_element(out.data(), r * ld + c, b, m.at(r, c));
   return out;
 }
 
@@ -131,7 +124,7 @@ void run_case(const Case& cs, Handle& h, std::mt19937_64& rng) {
   cudaFree(db), cudaFree(dc), cudaFree(dd), cudaFree(dbias);
   if (ws) cudaFree(ws);
 
-  const int ob = bits_of(cs.cd) / 8;
+  const int ob = memory_bits(cs.cd) / 8;
   const bool integer = !type_info(cs.a).is_float;
   int bad = 0;
   for (int64_t bi = 0; bi < cs.batch; ++bi) {

@@ -91,7 +91,6 @@ const Instr* find_instr(ElemType a, ElemType b) {
   return nullptr;
 }
 
-int storage_bits(ElemType t) { return t == ElemType::tf32 ? 32 : type_info(t).bits; }
 
 int out_type(ElemType t) {
   switch (t) {
@@ -125,31 +124,16 @@ struct DeviceBytes {
   }
 };
 
-// Packs raw bit patterns at the type's storage width (4-bit: two per byte, low nibble first).
+// Packs raw bit patterns at the type's memory width (spmma::memory_bits).
 void pack(const std::vector<uint64_t>& bits, int b, std::vector<uint8_t>& out) {
   const size_t start = out.size();
   out.resize(start + (bits.size() * static_cast<size_t>(b) + 7) / 8, 0);
-  for (size_t i = 0; i < bits.size(); ++i) {
-    const uint64_t v = bits[i];
-    if (b == 4) {
-      out[start + i / 2] |= static_cast<uint8_t>((v & 0xF) << (4 * (i % 2)));
-    } else {
-      for (int q = 0; q < b / 8; ++q) out[start + i * (b / 8) + q] = static_cast<uint8_t>(v >> (8 * q));
-    }
-  }
+  for (size_t i = 0; i < bits.size(); ++i) store_element(out.data() + start, static_cast<int64_t>(i), b, bits[i]);
 }
 
 std::vector<uint64_t> unpack(const uint8_t* p, size_t count, int b) {
   std::vector<uint64_t> bits(count);
-  for (size_t i = 0; i < count; ++i) {
-    if (b == 4) {
-      bits[i] = (p[i / 2] >> (4 * (i % 2))) & 0xF;
-    } else {
-      uint64_t v = 0;
-      for (int q = 0; q < b / 8; ++q) v |= static_cast<uint64_t>(p[i * (b / 8) + q]) << (8 * q);
-      bits[i] = v;
-    }
-  }
+  for (size_t i = 0; i < count; ++i) bits[i] = load_element(p, static_cast<int64_t>(i), b);
   return bits;
 }
 
@@ -176,7 +160,7 @@ struct GpuStorage final : SparseStorage {
                      cudaMemcpyDeviceToHost), "download A metadata");
     const isa::Variant& v = isa::variant_or_throw(variant);
     Matrix vm(type, m_pad, k / 2);
-    const int bits = storage_bits(type);
+    const int bits = memory_bits(type);
     for (int64_t r = 0; r < m_pad; ++r) {
       const auto row = unpack(vals.data() + r * a_row_bytes, static_cast<size_t>(k / 2), bits);
       std::copy(row.begin(), row.end(), vm.bits.begin() + r * (k / 2));
@@ -212,7 +196,7 @@ std::unique_ptr<GpuStorage> empty_storage(const MatmulDesc& desc, int64_t entrie
   st->variant = v.id;
   st->m = desc.m, st->k = desc.k, st->entries = entries;
   st->m_pad = (desc.m + sm80::kBlockM - 1) / sm80::kBlockM * sm80::kBlockM;
-  st->a_row_bytes = desc.k / 2 * storage_bits(desc.a_type) / 8;
+  st->a_row_bytes = desc.k / 2 * memory_bits(desc.a_type) / 8;
   st->meta_lanes = 8 * v.meta->lanes_per_group;
   st->meta_groups = (desc.k / v.k + sm80::kMetaGroup - 1) / sm80::kMetaGroup;
   st->batch_values = st->m_pad * st->a_row_bytes;
@@ -225,7 +209,7 @@ std::unique_ptr<GpuStorage> empty_storage(const MatmulDesc& desc, int64_t entrie
 std::unique_ptr<SparseStorage> make_storage(const MatmulDesc& desc, const std::vector<Compressed>& per_batch) {
   auto st = empty_storage(desc, static_cast<int64_t>(per_batch.size()));
   const isa::Variant& v = isa::variant_or_throw(st->variant);
-  const int b = storage_bits(desc.a_type);
+  const int b = memory_bits(desc.a_type);
   std::vector<uint8_t> vals;
   std::vector<uint32_t> words;
   for (const Compressed& c : per_batch) {
@@ -375,7 +359,7 @@ struct GpuBackend final : Backend {
     auto k = std::make_unique<GpuKernel>();
     k->desc = desc;
     k->instr = in;
-    k->b_bits = storage_bits(desc.b_type);
+    k->b_bits = memory_bits(desc.b_type);
     k->transpose_b = desc.b_order == Order::row_major;
     if (k->transpose_b && k->b_bits == 4)
       fail(Status::not_supported, "GPU: a row-major 4-bit B is not supported; give B column-major (K contiguous)");
@@ -388,7 +372,7 @@ struct GpuBackend final : Backend {
     const isa::Variant& v = isa::variant_or_throw(st->variant);
     const PatternInfo& pi = pattern_info(st->pattern);
     const TypeInfo& ti = type_info(desc.a_type);
-    const int bits = storage_bits(desc.a_type);
+    const int bits = memory_bits(desc.a_type);
     DeviceBytes violation(sizeof(unsigned long long));
     for (int64_t e = 0; e < entries; ++e) {
       gpu_format::CompressParams p;

@@ -163,12 +163,7 @@ struct CublasGemm {
   }
 };
 
-double elem_value(const uint8_t* p, int64_t i, ElemType t) {
-  const int b = t == ElemType::tf32 ? 32 : type_info(t).bits;
-  uint64_t v = 0;
-  for (int q = 0; q < b / 8; ++q) v |= static_cast<uint64_t>(p[i * (b / 8) + q]) << (8 * q);
-  return decode(t, v);
-}
+double elem_value(const uint8_t* p, int64_t i, ElemType t) { return decode(t, load_element(p, i, memory_bits(t))); }
 
 }  // namespace
 
@@ -203,7 +198,7 @@ std::vector<Row> run_gpu(const Options& o) {
         Plan plan(h, d);
         r.kernel = plan.describe();
         const TypeInfo& ti = type_info(t);
-        const int bits = t == ElemType::tf32 ? 32 : ti.bits;
+        const int bits = memory_bits(t);
         const PatternInfo& pi = pattern_info((t == ElemType::s4 || t == ElemType::u4) ? Pattern::p4_8_pairs : pattern_for(t));
         Buf a(static_cast<size_t>(r.m * r.k * bits / 8)), b(static_cast<size_t>(r.k * r.n * bits / 8));
         const int cb = cd == ElemType::f32 || cd == ElemType::s32 ? 4 : 2;

@@ -106,7 +106,6 @@ void write_image(std::vector<uint8_t>& img, const KMajorLayout& L, int elem_bits
   for (int i = 0; i < bytes; ++i) img[off + i] = static_cast<uint8_t>(bits >> (8 * i));
 }
 
-int elem_bits_of(ElemType t) { return t == ElemType::tf32 ? 32 : type_info(t).bits; }
 
 // ---------------------------------------------------------------- comparison
 
@@ -272,8 +271,8 @@ std::vector<uint64_t> launch(const Variant& v, const probe::ProbeEntry& e, const
   KMajorLayout la{}, lb{};
   constexpr int kSwizzleRowBytes = 128, kSwizzleAtomBytes = 1024;
   if (v.wgmma()) {
-    la = kmajor(v.m, v.packed_k() * elem_bits_of(v.a) / 8);
-    lb = kmajor(v.n, v.k * elem_bits_of(v.b) / 8);
+    la = kmajor(v.m, v.packed_k() * memory_bits(v.a) / 8);
+    lb = kmajor(v.n, v.k * memory_bits(v.b) / 8);
     args.smem_a_bytes = a_regs ? 0 : static_cast<uint32_t>(plan.swizzle_a ? v.m * kSwizzleRowBytes : la.bytes());
     args.smem_b_bytes = static_cast<uint32_t>(lb.bytes());
     const bool swap = plan.descriptor_mode == 1;
@@ -290,11 +289,11 @@ std::vector<uint64_t> launch(const Variant& v, const probe::ProbeEntry& e, const
     hsel.push_back(static_cast<uint32_t>(s.selector));
     hscale.push_back(s.scale_d ? 1u : 0u);
     if (!v.wgmma()) continue;
-    const int ab = elem_bits_of(v.a) / 8;
+    const int ab = memory_bits(v.a) / 8;
     if (!a_regs && !plan.swizzle_a) {
       std::vector<uint8_t> img(la.bytes(), 0);
       for (int r = 0; r < v.m; ++r)
-        for (int k = 0; k < v.packed_k(); ++k) write_image(img, la, elem_bits_of(v.a), r, k, s.a_smem.at(r, k));
+        for (int k = 0; k < v.packed_k(); ++k) write_image(img, la, memory_bits(v.a), r, k, s.a_smem.at(r, k));
       img_a.insert(img_a.end(), img.begin(), img.end());
       hoff.push_back(0);
     } else if (!a_regs) {
@@ -317,7 +316,7 @@ std::vector<uint64_t> launch(const Variant& v, const probe::ProbeEntry& e, const
     }
     std::vector<uint8_t> img(lb.bytes(), 0);
     for (int k = 0; k < v.k; ++k)
-      for (int nn = 0; nn < v.n; ++nn) write_image(img, lb, elem_bits_of(v.b), nn, k, s.b_smem.at(k, nn));
+      for (int nn = 0; nn < v.n; ++nn) write_image(img, lb, memory_bits(v.b), nn, k, s.b_smem.at(k, nn));
     img_b.insert(img_b.end(), img.begin(), img.end());
   }
   DeviceBuffer<uint64_t> da(ha), db(hb), dc(hc);
