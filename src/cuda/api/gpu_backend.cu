@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "api/backend.hpp"
+#include "device_buffer.cuh"
 #include "format/compress_gpu.cuh"
 #include "sm80/spgemm_sm80.cuh"
 #include "spmma/error.hpp"
@@ -16,9 +17,8 @@
 namespace spmma::detail {
 namespace {
 
-void check(cudaError_t e, const std::string& what) {
-  if (e != cudaSuccess) fail(Status::cuda_error, what + ": " + cudaGetErrorString(e));
-}
+using cuda::check;
+using DeviceBytes = cuda::DeviceBuffer<uint8_t>;
 
 // ---------------------------------------------------------------- instruction per type pair
 
@@ -103,27 +103,6 @@ int out_type(ElemType t) {
   }
 }
 
-// ---------------------------------------------------------------- device buffers
-
-struct DeviceBytes {
-  void* ptr = nullptr;
-  size_t bytes = 0;
-  DeviceBytes() = default;
-  explicit DeviceBytes(size_t n) : bytes(n) {
-    if (n) check(cudaMalloc(&ptr, n), "cudaMalloc(" + std::to_string(n) + " bytes)");
-  }
-  ~DeviceBytes() {
-    if (ptr) cudaFree(ptr);
-  }
-  DeviceBytes(const DeviceBytes&) = delete;
-  DeviceBytes& operator=(const DeviceBytes&) = delete;
-  DeviceBytes& operator=(DeviceBytes&& o) noexcept {
-    std::swap(ptr, o.ptr);
-    std::swap(bytes, o.bytes);
-    return *this;
-  }
-};
-
 // Packs raw bit patterns at the type's memory width (spmma::memory_bits).
 void pack(const std::vector<uint64_t>& bits, int b, std::vector<uint8_t>& out) {
   const size_t start = out.size();
@@ -142,7 +121,8 @@ struct GpuStorage final : SparseStorage {
   Pattern pattern = Pattern::p2_4;
   std::string variant;             // the instruction whose fragment-ready layout the metadata has
   int64_t m = 0, k = 0, entries = 1;
-  DeviceBytes values, meta;
+  DeviceBytes values;
+  cuda::DeviceBuffer<uint32_t> meta;
   int64_t m_pad = 0, a_row_bytes = 0, batch_values = 0, batch_meta_words = 0;
   int meta_lanes = 0;
   int64_t meta_groups = 0;
@@ -156,7 +136,7 @@ struct GpuStorage final : SparseStorage {
     std::vector<uint32_t> words(static_cast<size_t>(batch_meta_words));
     check(cudaMemcpy(vals.data(), static_cast<const uint8_t*>(values.ptr) + b * batch_values, vals.size(),
                      cudaMemcpyDeviceToHost), "download A values");
-    check(cudaMemcpy(words.data(), static_cast<const uint32_t*>(meta.ptr) + b * batch_meta_words, words.size() * 4,
+    check(cudaMemcpy(words.data(), meta.ptr + b * batch_meta_words, words.size() * 4,
                      cudaMemcpyDeviceToHost), "download A metadata");
     const isa::Variant& v = isa::variant_or_throw(variant);
     Matrix vm(type, m_pad, k / 2);
@@ -202,7 +182,7 @@ std::unique_ptr<GpuStorage> empty_storage(const MatmulDesc& desc, int64_t entrie
   st->batch_values = st->m_pad * st->a_row_bytes;
   st->batch_meta_words = st->m_pad / 16 * st->meta_groups * st->meta_lanes * sm80::kMetaGroup;
   st->values = DeviceBytes(static_cast<size_t>(st->batch_values * entries));
-  st->meta = DeviceBytes(static_cast<size_t>(st->batch_meta_words * entries * 4));
+  st->meta = cuda::DeviceBuffer<uint32_t>(static_cast<size_t>(st->batch_meta_words * entries));
   return st;
 }
 
@@ -294,7 +274,7 @@ struct GpuKernel final : Kernel {
     }
     sm80::Params p{};
     p.a = static_cast<const uint8_t*>(st.values.ptr);
-    p.meta = static_cast<const uint32_t*>(st.meta.ptr);
+    p.meta = st.meta.ptr;
     p.b = bcols;
     p.c = c;
     p.d = d;
@@ -342,10 +322,7 @@ struct GpuBackend final : Backend {
     return t;
   }
   std::unique_ptr<Kernel> plan(const MatmulDesc& desc) override {
-    const Instr* in = find_instr(desc.a_type, desc.b_type);
-    if (!in)
-      fail(Status::not_supported, "GPU: no sparse kernel for A " + std::string(type_name(desc.a_type)) + " with B " +
-                                      std::string(type_name(desc.b_type)));
+    const Instr* in = &instr_or_throw(desc);
     if (out_type(desc.d_type) < 0 || desc.c_type != desc.d_type)
       fail(Status::not_supported, "GPU: C/D type " + std::string(type_name(desc.c_type)) + "/" +
                                       std::string(type_name(desc.d_type)) + " is not supported (C and D share one of f32, bf16, f16, s32, s8)");
@@ -373,7 +350,7 @@ struct GpuBackend final : Backend {
     const PatternInfo& pi = pattern_info(st->pattern);
     const TypeInfo& ti = type_info(desc.a_type);
     const int bits = memory_bits(desc.a_type);
-    DeviceBytes violation(sizeof(unsigned long long));
+    cuda::DeviceBuffer<unsigned long long> violation(1);
     for (int64_t e = 0; e < entries; ++e) {
       gpu_format::CompressParams p;
       p.a = static_cast<const uint8_t*>(a) + e * stride_a * bits / 8;
@@ -391,8 +368,8 @@ struct GpuBackend final : Backend {
       p.prune = mode == PruneMode::magnitude;
       p.values = static_cast<uint8_t*>(st->values.ptr) + e * st->batch_values;
       p.value_row_bytes = st->a_row_bytes;
-      p.meta = static_cast<uint32_t*>(st->meta.ptr) + e * st->batch_meta_words;
-      p.violation = static_cast<unsigned long long*>(violation.ptr);
+      p.meta = st->meta.ptr + e * st->batch_meta_words;
+      p.violation = violation.ptr;
       check(cudaMemsetAsync(violation.ptr, 0xFF, sizeof(unsigned long long), static_cast<cudaStream_t>(stream)), "compress");
       gpu_format::launch_compress(p, stream);
       if (mode == PruneMode::check) {

@@ -11,26 +11,19 @@
 #include <vector>
 
 #include "bench/bench_gpu.hpp"
+#include "device_buffer.cuh"
 #include "spmma/error.hpp"
 #include "spmma/matmul.hpp"
 
 namespace spmma::bench {
 namespace {
 
-void ck(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) fail(Status::cuda_error, std::string(what) + ": " + cudaGetErrorString(e));
-}
+using cuda::check;
 void ckb(cublasStatus_t s, const char* what) {
   if (s != CUBLAS_STATUS_SUCCESS) fail(Status::cuda_error, std::string(what) + ": cuBLAS status " + std::to_string(static_cast<int>(s)));
 }
 
-struct Buf {
-  void* p = nullptr;
-  explicit Buf(size_t n) { ck(cudaMalloc(&p, std::max<size_t>(n, 16)), "cudaMalloc"); }
-  ~Buf() { cudaFree(p); }
-  Buf(const Buf&) = delete;
-  Buf& operator=(const Buf&) = delete;
-};
+using Buf = cuda::DeviceBuffer<uint8_t>;
 
 __device__ __forceinline__ uint32_t hash(uint64_t x) {
   x ^= x >> 33;
@@ -159,7 +152,7 @@ struct CublasGemm {
     const int32_t alpha_i = 1, beta_i = 0;
     const void* alpha = ts.cu_scale == CUDA_R_32I ? static_cast<const void*>(&alpha_i) : &alpha_f;
     const void* beta = ts.cu_scale == CUDA_R_32I ? static_cast<const void*>(&beta_i) : &beta_f;
-    ckb(cublasLtMatmul(h, op, alpha, b, la, a, lb, beta, d, lc, d, lc, &algo, ws.p, ws_bytes, s), "cublasLtMatmul");
+    ckb(cublasLtMatmul(h, op, alpha, b, la, a, lb, beta, d, lc, d, lc, &algo, ws.ptr, ws_bytes, s), "cublasLtMatmul");
   }
 };
 
@@ -169,7 +162,7 @@ double elem_value(const uint8_t* p, int64_t i, ElemType t) { return decode(t, lo
 
 std::string gpu_name() {
   cudaDeviceProp prop{};
-  ck(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+  check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
   return std::string(prop.name) + " (sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + ")";
 }
 
@@ -177,10 +170,10 @@ std::vector<Row> run_gpu(const Options& o) {
   std::vector<Row> rows;
   Handle h(Device::gpu);
   cudaStream_t stream;
-  ck(cudaStreamCreate(&stream), "cudaStreamCreate");
+  check(cudaStreamCreate(&stream), "cudaStreamCreate");
   cudaEvent_t e0, e1;
-  ck(cudaEventCreate(&e0), "event");
-  ck(cudaEventCreate(&e1), "event");
+  check(cudaEventCreate(&e0), "event");
+  check(cudaEventCreate(&e1), "event");
   for (ElemType t : o.types)
     for (const auto& sh : o.shapes) {
       Row r;
@@ -205,24 +198,24 @@ std::vector<Row> run_gpu(const Options& o) {
         Buf d1(static_cast<size_t>(r.m * r.n * cb)), d2(static_cast<size_t>(r.m * r.n * cb));
         const int man = t == ElemType::tf32 ? 23 : ti.man_bits, ex = t == ElemType::tf32 ? 8 : ti.exp_bits,
                   bias = t == ElemType::tf32 ? 127 : ti.bias;
-        fill_sparse<<<1024, 256, 0, stream>>>(static_cast<uint8_t*>(a.p), r.m, r.k, bits, ex, man, bias, ti.is_float, pi.chunk,
+        fill_sparse<<<1024, 256, 0, stream>>>(static_cast<uint8_t*>(a.ptr), r.m, r.k, bits, ex, man, bias, ti.is_float, pi.chunk,
                                               pi.kept, pi.group, o.seed, t == ElemType::tf32);
-        fill_dense<<<1024, 256, 0, stream>>>(static_cast<uint8_t*>(b.p), r.k * r.n, bits, ex, man, bias, ti.is_float,
+        fill_dense<<<1024, 256, 0, stream>>>(static_cast<uint8_t*>(b.ptr), r.k * r.n, bits, ex, man, bias, ti.is_float,
                                              o.seed + 1, t == ElemType::tf32);
-        ck(cudaGetLastError(), "fill");
-        SparseMatrix sa = compress(h, d, a.p, r.k, 0, PruneMode::check, stream);
-        ck(cudaMemsetAsync(d1.p, 0xA5, r.m * r.n * cb, stream), "poison");
+        check(cudaGetLastError(), "fill");
+        SparseMatrix sa = compress(h, d, a.ptr, r.k, 0, PruneMode::check, stream);
+        check(cudaMemsetAsync(d1.ptr, 0xA5, r.m * r.n * cb, stream), "poison");
         std::vector<double> ktimes, calls;
         for (int i = 0; i < o.warmup + o.reps; ++i) {
-          ck(cudaStreamSynchronize(stream), "sync");
+          check(cudaStreamSynchronize(stream), "sync");
           const auto h0 = std::chrono::steady_clock::now();
-          ck(cudaEventRecord(e0, stream), "event");
-          plan.run(sa, b.p, nullptr, d1.p, 1.f, 0.f, nullptr, nullptr, stream);
-          ck(cudaEventRecord(e1, stream), "event");
-          ck(cudaStreamSynchronize(stream), "spmma run");
+          check(cudaEventRecord(e0, stream), "event");
+          plan.run(sa, b.ptr, nullptr, d1.ptr, 1.f, 0.f, nullptr, nullptr, stream);
+          check(cudaEventRecord(e1, stream), "event");
+          check(cudaStreamSynchronize(stream), "spmma run");
           const auto h1 = std::chrono::steady_clock::now();
           float ms = 0;
-          ck(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
+          check(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
           if (i >= o.warmup) {
             ktimes.push_back(ms);
             calls.push_back(std::chrono::duration<double, std::micro>(h1 - h0).count());
@@ -237,20 +230,20 @@ std::vector<Row> run_gpu(const Options& o) {
           if (g.ok) {
             std::vector<double> ct;
             for (int i = 0; i < o.warmup + o.reps; ++i) {
-              ck(cudaEventRecord(e0, stream), "event");
-              g.run(*ts, a.p, b.p, d2.p, stream);
-              ck(cudaEventRecord(e1, stream), "event");
-              ck(cudaStreamSynchronize(stream), "cublas run");
+              check(cudaEventRecord(e0, stream), "event");
+              g.run(*ts, a.ptr, b.ptr, d2.ptr, stream);
+              check(cudaEventRecord(e1, stream), "event");
+              check(cudaStreamSynchronize(stream), "cublas run");
               float ms = 0;
-              ck(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
+              check(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
               if (i >= o.warmup) ct.push_back(ms);
             }
             r.cublas_ms = median(ct);
             r.cublas_tflops = flops / (r.cublas_ms * 1e-3) / 1e12;
             // Verify spmma against cuBLAS on the same A, element by element.
             std::vector<uint8_t> h1(static_cast<size_t>(r.m * r.n * cb)), h2(h1.size());
-            ck(cudaMemcpy(h1.data(), d1.p, h1.size(), cudaMemcpyDeviceToHost), "download");
-            ck(cudaMemcpy(h2.data(), d2.p, h2.size(), cudaMemcpyDeviceToHost), "download");
+            check(cudaMemcpy(h1.data(), d1.ptr, h1.size(), cudaMemcpyDeviceToHost), "download");
+            check(cudaMemcpy(h2.data(), d2.ptr, h2.size(), cudaMemcpyDeviceToHost), "download");
             double scale = 0;
             for (int64_t i = 0; i < r.m * r.n; ++i) scale = std::max(scale, std::fabs(elem_value(h2.data(), i, cd)));
             double worst = 0;

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "device_buffer.cuh"
 #include "probe/probe.cuh"
 #include "spmma/conform.hpp"
 #include "spmma/emulate.hpp"
@@ -24,32 +25,8 @@ namespace {
 
 using isa::Variant;
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) fail(Status::cuda_error, std::string(what) + ": " + cudaGetErrorString(e));
-}
-
-template <class T>
-struct DeviceBuffer {
-  T* ptr = nullptr;
-  size_t n = 0;
-  explicit DeviceBuffer(const std::vector<T>& host) : n(host.size()) {
-    if (n == 0) return;
-    check(cudaMalloc(&ptr, n * sizeof(T)), "cudaMalloc");
-    check(cudaMemcpy(ptr, host.data(), n * sizeof(T), cudaMemcpyHostToDevice), "cudaMemcpy to device");
-  }
-  DeviceBuffer(size_t count, unsigned char poison) : n(count) {
-    check(cudaMalloc(&ptr, n * sizeof(T)), "cudaMalloc");
-    check(cudaMemset(ptr, poison, n * sizeof(T)), "cudaMemset");
-  }
-  ~DeviceBuffer() { if (ptr) cudaFree(ptr); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  std::vector<T> download() const {
-    std::vector<T> h(n);
-    if (n) check(cudaMemcpy(h.data(), ptr, n * sizeof(T), cudaMemcpyDeviceToHost), "cudaMemcpy to host");
-    return h;
-  }
-};
+using cuda::check;
+using cuda::DeviceBuffer;
 
 enum class TrialKind { exact, general, specials, unordered, onehot };
 
