@@ -1,7 +1,10 @@
 // The GPU backend of the matmul API: storage of compressed A on the device, the plan (which
-// sm80 kernel instantiation runs a description) and the launch.
+// kernel runs a description: the sm90 wgmma.sp kernel on Hopper where it covers the types, the
+// sm80 mma.sp kernel otherwise) and the launch.
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -10,6 +13,7 @@
 #include "device_buffer.cuh"
 #include "format/compress_gpu.cuh"
 #include "sm80/spgemm_sm80.cuh"
+#include "sm90/launch_sm90.hpp"
 #include "spmma/error.hpp"
 #include "spmma/fragment_layout.hpp"
 #include "spmma/isa.hpp"
@@ -94,11 +98,11 @@ const Instr* find_instr(ElemType a, ElemType b) {
 
 int out_type(ElemType t) {
   switch (t) {
-    case ElemType::f32: return sm80::kOutF32;
-    case ElemType::bf16: return sm80::kOutBf16;
-    case ElemType::f16: return sm80::kOutF16;
-    case ElemType::s32: return sm80::kOutS32;
-    case ElemType::s8: return sm80::kOutS8;
+    case ElemType::f32: return gemm::kOutF32;
+    case ElemType::bf16: return gemm::kOutBf16;
+    case ElemType::f16: return gemm::kOutF16;
+    case ElemType::s32: return gemm::kOutS32;
+    case ElemType::s8: return gemm::kOutS8;
     default: return -1;
   }
 }
@@ -235,18 +239,33 @@ __global__ void transpose_kernel(const T* __restrict__ in, T* __restrict__ out, 
 
 struct GpuKernel final : Kernel {
   MatmulDesc desc;
-  const Instr* instr = nullptr;
+  const Instr* instr = nullptr;          // the sm80 kernel: always there, the fallback
+  const sm90::Kernel* wgmma = nullptr;   // the sm90 kernel, when the plan picked it
+  int block_n = 0;                       // its CTA tile width
+  int splits = 1, stages_per_split = 0;  // its split K (splits > 1: partial sums in the workspace)
+  std::string sm80_why;                  // why the plan did not pick the sm90 kernel (for describe)
   bool transpose_b = false;
   int b_bits = 16;
 
-  size_t workspace_bytes() const override {
-    return transpose_b ? static_cast<size_t>(desc.batch) * desc.k * desc.n * b_bits / 8 : 0;
+  // Workspace: the transposed B (row-major B only), then split K's partial sums (256-aligned).
+  size_t transposed_b_bytes() const {
+    return transpose_b ? (static_cast<size_t>(desc.batch) * desc.k * desc.n * b_bits / 8 + 255) / 256 * 256 : 0;
   }
+  size_t partial_bytes() const {
+    const int64_t m_pad = (desc.m + gemm::kRowPad - 1) / gemm::kRowPad * gemm::kRowPad;
+    return splits > 1 ? static_cast<size_t>(splits) * desc.batch * m_pad * desc.n * 4 : 0;
+  }
+  size_t workspace_bytes() const override { return transposed_b_bytes() + partial_bytes(); }
   std::string describe() const override {
+    const std::string b = transpose_b ? ", B transposed into the workspace" : "";
+    if (wgmma)
+      return std::string("sm90 wgmma.sp kernel: ") + sm90::variant_at(*wgmma, block_n) + ", " +
+             sm90::describe_tile(block_n) + (splits > 1 ? ", split K in " + std::to_string(splits) : "") + b +
+             " (the sm80 kernel runs a B that TMA cannot read)";
     return std::string("sm80 mma.sp kernel: ") + instr->variant + ", CTA tile " + std::to_string(sm80::kBlockM) + "x" +
            std::to_string(sm80::CtaTile::kBlockN) + ", " + std::to_string(sm80::kStages) + " stages, " +
-           std::to_string(sm80::kStepsPerStage) + " instructions per stage" +
-           (transpose_b ? ", B transposed into the workspace" : "");
+           std::to_string(sm80::kStepsPerStage) + " instructions per stage" + b +
+           (sm80_why.empty() ? "" : " (not the sm90 kernel: " + sm80_why + ")");
   }
   void run(const SparseMatrix& a, const void* b, const void* c, void* d, float alpha, float beta, const float* bias,
            void* workspace, void* stream) const override {
@@ -298,7 +317,12 @@ struct GpuKernel final : Kernel {
     p.out_type = out_type(desc.d_type);
     p.m_pad = static_cast<int>(st.m_pad);
     p.batch = static_cast<int>(desc.batch);
-    instr->launch(p, s);
+    p.splits = splits, p.stages_per_split = splits > 1 ? stages_per_split : 1 << 30;
+    p.partial = splits > 1 ? static_cast<uint8_t*>(workspace) + transposed_b_bytes() : nullptr;
+    if (wgmma && sm90::tma_unsupported(p, b_bits).empty())
+      sm90::launch(*wgmma, block_n, p, b_bits, s);
+    else
+      instr->launch(p, s);
     check(cudaGetLastError(), "launch of the sparse GEMM kernel");
   }
 };
@@ -321,6 +345,38 @@ struct GpuBackend final : Backend {
     }
     return t;
   }
+  // Picks the sm90 wgmma.sp kernel where it can run: a Hopper GPU (sm_90), a type pair it covers
+  // and a B whose leading dimension TMA can step (16-byte multiples; the transposed workspace
+  // always is). SPMMA_KERNEL=sm80 keeps the sm80 kernel (for comparisons).
+  // Split K where the tiles would leave most SMs idle (small N): up to one wave of CTAs, at least
+  // 8 stages (of 2 K steps) per split, at most 16 splits. SPMMA_SM90_SPLITS overrides (experiments).
+  void choose_splits(GpuKernel& k, int inst_k) const {
+    const MatmulDesc& d = k.desc;
+    const int64_t tiles = (d.m + gemm::kRowPad - 1) / gemm::kRowPad * ((d.n + k.block_n - 1) / k.block_n) * d.batch;
+    const int64_t stages = (d.k / inst_k + 1) / 2;
+    int64_t want = 1;
+    if (tiles * 2 <= prop.multiProcessorCount) want = std::min<int64_t>({prop.multiProcessorCount / tiles, stages / 8, 16});
+    if (const char* env = std::getenv("SPMMA_SM90_SPLITS")) want = std::max(1, std::atoi(env));
+    if (want < 2 || stages < 2) return;
+    const int64_t per = ((stages + want - 1) / want + 1) / 2 * 2;  // a multiple of 2 stages
+    k.stages_per_split = static_cast<int>(per);
+    k.splits = static_cast<int>((stages + per - 1) / per);
+    if (k.splits < 2) k.splits = 1;
+  }
+  void choose_sm90(GpuKernel& k) const {
+    const char* env = std::getenv("SPMMA_KERNEL");
+    const sm90::Kernel* w = sm90::find(k.desc.a_type, k.desc.b_type);
+    const int64_t ldb = k.desc.ldb ? k.desc.ldb : k.desc.k;
+    if (compute_capability() != 90) k.sm80_why = "not an sm_90 GPU";
+    else if (!w) k.sm80_why = "no wgmma.sp form for these types";
+    else if (env && std::string(env) == "sm80") k.sm80_why = "SPMMA_KERNEL=sm80";
+    else if (!k.transpose_b && ldb * k.b_bits / 8 % 16) k.sm80_why = "B's leading dimension is not a multiple of 16 bytes";
+    else {
+      k.wgmma = w;
+      k.block_n = sm90::choose_block_n(*w, k.desc.n);
+      choose_splits(k, isa::variant_or_throw(w->variant).k);
+    }
+  }
   std::unique_ptr<Kernel> plan(const MatmulDesc& desc) override {
     const Instr* in = &instr_or_throw(desc);
     if (out_type(desc.d_type) < 0 || desc.c_type != desc.d_type)
@@ -340,6 +396,7 @@ struct GpuBackend final : Backend {
     k->transpose_b = desc.b_order == Order::row_major;
     if (k->transpose_b && k->b_bits == 4)
       fail(Status::not_supported, "GPU: a row-major 4-bit B is not supported; give B column-major (K contiguous)");
+    choose_sm90(*k);
     return k;
   }
   std::unique_ptr<SparseStorage> compress(const MatmulDesc& desc, const void* a, int64_t lda, int64_t stride_a,

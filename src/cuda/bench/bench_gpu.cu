@@ -196,6 +196,7 @@ std::vector<Row> run_gpu(const Options& o) {
         Buf a(static_cast<size_t>(r.m * r.k * bits / 8)), b(static_cast<size_t>(r.k * r.n * bits / 8));
         const int cb = cd == ElemType::f32 || cd == ElemType::s32 ? 4 : 2;
         Buf d1(static_cast<size_t>(r.m * r.n * cb)), d2(static_cast<size_t>(r.m * r.n * cb));
+        Buf ws(plan.workspace_bytes());  // split K's partial sums, where the plan uses it
         const int man = t == ElemType::tf32 ? 23 : ti.man_bits, ex = t == ElemType::tf32 ? 8 : ti.exp_bits,
                   bias = t == ElemType::tf32 ? 127 : ti.bias;
         fill_sparse<<<1024, 256, 0, stream>>>(static_cast<uint8_t*>(a.ptr), r.m, r.k, bits, ex, man, bias, ti.is_float, pi.chunk,
@@ -210,7 +211,7 @@ std::vector<Row> run_gpu(const Options& o) {
           check(cudaStreamSynchronize(stream), "sync");
           const auto h0 = std::chrono::steady_clock::now();
           check(cudaEventRecord(e0, stream), "event");
-          plan.run(sa, b.ptr, nullptr, d1.ptr, 1.f, 0.f, nullptr, nullptr, stream);
+          plan.run(sa, b.ptr, nullptr, d1.ptr, 1.f, 0.f, nullptr, ws.ptr, stream);
           check(cudaEventRecord(e1, stream), "event");
           check(cudaStreamSynchronize(stream), "spmma run");
           const auto h1 = std::chrono::steady_clock::now();

@@ -8,14 +8,14 @@
 // Pipeline (per CTA, kStages deep, cp.async):  load A values + metadata + B of stage s+S-1
 //   -> wait for stage s -> per instruction step: ldmatrix A, B; read metadata; mma.sp -> epilogue.
 #pragma once
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
 #include <cstdint>
 
+#include "common/gemm_params.cuh"
 #include "ptx_mma_sp.cuh"
 
 namespace spmma::sm80 {
+
+using gemm::Params;
 
 // ---------------------------------------------------------------- tile constants
 constexpr int kBlockM = 128;           // rows of D per CTA (A's rows are padded to it)
@@ -30,7 +30,8 @@ constexpr int kARowBytes = kStepsPerStage * kABytesPerStep;  // 64
 constexpr int kBRowBytes = kStepsPerStage * kBBytesPerStep;  // 128
 constexpr int kStages = 4;
 constexpr int kAStageBytes = kBlockM * kARowBytes;             // 8 KiB
-constexpr int kMetaGroup = kStepsPerStage;                     // fragment-ready group G
+constexpr int kMetaGroup = gemm::kMetaGroup;                   // fragment-ready group G: one record per stage
+static_assert(kMetaGroup == kStepsPerStage && kBlockM == gemm::kRowPad, "the device layout of A matches this kernel");
 constexpr int kMetaStageBytes = (kBlockM / 16) * 32 * kMetaGroup * 4;  // room for 4 metadata lanes per quad
 static_assert(kARowBytes % 16 == 0 && kBRowBytes % 16 == 0, "cp.async moves 16-byte chunks");
 
@@ -49,28 +50,6 @@ struct Tile {
 };
 using CtaTile = Tile<128, 2>;  // 128 x 128, warp tile 64 x 32
 
-struct Params {
-  const uint8_t* a;        // packed A values: m_pad rows x a_row_bytes, row-major
-  const uint32_t* meta;    // fragment-ready metadata, group kMetaGroup, rows padded to kBlockM
-  const uint8_t* b;        // B: column n at b + n * ldb_bytes (K contiguous)
-  const void* c;
-  void* d;
-  const float* bias;       // M values or null
-  int m, n, k;             // dense sizes
-  int64_t a_row_bytes, ldb_bytes;
-  int64_t ldc, ldd;        // elements
-  int cd_col_major;
-  float alpha, beta;
-  int activation;          // 0 none, 1 relu, 2 gelu
-  int meta_lanes;          // P = 8 · lanes per quad
-  int64_t meta_groups;     // groups per 16-row block
-  // batch strides (0: shared)
-  int64_t batch_a_bytes, batch_meta_words, batch_b_bytes, batch_c, batch_d;
-  int out_type;            // OutType below
-  int m_pad, batch;        // rows of A as stored (a multiple of kBlockM) and the batch count
-};
-
-enum OutType : int { kOutF32 = 0, kOutBf16 = 1, kOutF16 = 2, kOutS32 = 3, kOutS8 = 4 };
 
 // ---------------------------------------------------------------- small device helpers
 
@@ -99,35 +78,6 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* p) {
 // column of 8 consecutive rows, so the chunk index is XORed with a row-derived value.
 __device__ __forceinline__ int a_chunk(int r, int c) { return c ^ ((r >> 1) & 3); }  // 64-byte rows
 __device__ __forceinline__ int b_chunk(int r, int c) { return c ^ (r & 7); }         // 128-byte rows
-
-// ---------------------------------------------------------------- epilogue
-
-// The epilogue works in double: exact for every s32 accumulator and one rounding into D.
-__device__ __forceinline__ double activate(double x, int act) {
-  if (act == 1) return x > 0.0 ? x : 0.0;
-  if (act == 2) return 0.5 * x * (1.0 + erf(x * 0.70710678118654752));
-  return x;
-}
-
-__device__ __forceinline__ double load_c(int out_type, const void* c, int64_t idx) {
-  switch (out_type) {
-    case kOutF32: return static_cast<const float*>(c)[idx];
-    case kOutBf16: return __bfloat162float(static_cast<const __nv_bfloat16*>(c)[idx]);
-    case kOutF16: return __half2float(static_cast<const __half*>(c)[idx]);
-    case kOutS32: return static_cast<const int32_t*>(c)[idx];
-    default: return static_cast<const int8_t*>(c)[idx];
-  }
-}
-
-__device__ __forceinline__ void store_d(int out_type, void* d, int64_t idx, double v) {
-  switch (out_type) {
-    case kOutF32: static_cast<float*>(d)[idx] = static_cast<float>(v); break;
-    case kOutBf16: static_cast<__nv_bfloat16*>(d)[idx] = __double2bfloat16(v); break;
-    case kOutF16: static_cast<__half*>(d)[idx] = __double2half(v); break;
-    case kOutS32: static_cast<int32_t*>(d)[idx] = __double2int_rn(fmin(fmax(v, -2147483648.0), 2147483647.0)); break;
-    default: static_cast<int8_t*>(d)[idx] = static_cast<int8_t>(__double2int_rn(fmin(fmax(v, -128.0), 127.0))); break;
-  }
-}
 
 // ---------------------------------------------------------------- the kernel
 
@@ -284,15 +234,7 @@ __global__ void __launch_bounds__(kThreads, T::kMinBlocks) spgemm_kernel(Params 
       for (int q = 0; q < 4; ++q) {
         const int row = block_m + warp_m * kWarpM + mt * 16 + g + 8 * (q / 2);
         const int col = block_n + warp_n * kWarpN + nt * 8 + 2 * t + q % 2;
-        if (row >= p.m || col >= p.n) continue;
-        double v = static_cast<double>(p.alpha) * Traits::to_double(acc[mt][nt][q]);
-        const int64_t cidx = batch * p.batch_c + (p.cd_col_major ? static_cast<int64_t>(col) * p.ldc + row
-                                                                 : static_cast<int64_t>(row) * p.ldc + col);
-        const int64_t didx = batch * p.batch_d + (p.cd_col_major ? static_cast<int64_t>(col) * p.ldd + row
-                                                                 : static_cast<int64_t>(row) * p.ldd + col);
-        if (p.beta != 0.f) v += static_cast<double>(p.beta) * load_c(p.out_type, p.c, cidx);
-        if (p.bias) v += p.bias[row];
-        store_d(p.out_type, p.d, didx, activate(v, p.activation));
+        if (row < p.m && col < p.n) gemm::epilogue_store(p, batch, row, col, Traits::to_double(acc[mt][nt][q]));
       }
 }
 

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Quick loop for the sm90 kernel on a lent H100 (binaries packed in .devpack/, see
+# scripts/device-unpack.sh): GPU tests, then `spmma bench` of a few shapes under each
+# configuration in CONFIGS ("label:VAR=value,VAR=value label2:..."; "default:" for none).
+set -uo pipefail
+out=${OUT:-sm90-out}
+mkdir -p "$out"
+bash scripts/device-unpack.sh > /dev/null
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
+echo "== GPU tests"
+timeout 300 .devbin/spmma_gpu_tests --gtest_brief=1 > "$out/gpu_tests.txt" 2>&1; echo "rc=$?"
+grep -v "Google Test trace\|^Failed$" "$out/gpu_tests.txt" | tail -25
+shapes=${SHAPES:-8192x8192x8192,4096x16x4096,4096x128x4096,14336x2048x4096}
+for cfg in ${CONFIGS:-default:}; do
+  label=${cfg%%:*}; vars=${cfg#*:}
+  echo "== bench $label ($vars) types ${TYPES:-bf16,e4m3}"
+  env ${vars//,/ } timeout 200 .devbin/spmma bench --types ${TYPES:-bf16,e4m3} --shapes $shapes --reps ${REPS:-20} \
+    --json-out "$out/bench_$label.json" 2>&1 | grep -v "^spmma bench on\|^shape" | tee "$out/bench_$label.txt"
+done

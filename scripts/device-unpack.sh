@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Unpacks .devpack/bins.tgz (binaries built on the CPU machine, packed to fit the device tool's
+# carry limit) into .devbin/ on the lent GPU machine.
+set -euo pipefail
+mkdir -p .devbin
+[ -f .devpack/bins.tgz ] && tar -C .devbin -xzf .devpack/bins.tgz
+ls .devbin

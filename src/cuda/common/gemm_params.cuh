@@ -1,0 +1,123 @@
+// What every sparse GEMM kernel of the GPU backend receives, and the epilogue they share:
+// D = act(alpha·acc + beta·C + bias), computed in double and rounded once into D's type.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+namespace spmma::gemm {
+
+struct Params {
+  const uint8_t* a;        // packed A values: m_pad rows x a_row_bytes, row-major
+  const uint32_t* meta;    // fragment-ready metadata (group kMetaGroup), rows padded to m_pad
+  const uint8_t* b;        // B: column n at b + n * ldb_bytes (K contiguous)
+  const void* c;
+  void* d;
+  const float* bias;       // M values or null
+  int m, n, k;             // dense sizes
+  int64_t a_row_bytes, ldb_bytes;
+  int64_t ldc, ldd;        // elements
+  int cd_col_major;
+  float alpha, beta;
+  int activation;          // 0 none, 1 relu, 2 gelu
+  int meta_lanes;          // P = 8 · lanes per quad
+  int64_t meta_groups;     // groups per 16-row block
+  // batch strides (0: shared)
+  int64_t batch_a_bytes, batch_meta_words, batch_b_bytes, batch_c, batch_d;
+  int out_type;            // OutType below
+  int m_pad, batch;        // rows of A as stored (a multiple of kRowPad) and the batch count
+  // Split K (sm90 kernel): splits > 1 writes raw 32-bit accumulators to `partial`
+  // (splits x batch x m_pad x n) for a reduce kernel; each split runs stages_per_split stages.
+  int splits, stages_per_split;
+  void* partial;
+};
+
+// Rows of A as stored on the device are padded to a multiple of this (the largest CTA M tile).
+constexpr int kRowPad = 128;
+// Fragment-ready metadata group G of the device layout: k-steps per lane record.
+constexpr int kMetaGroup = 2;
+
+enum OutType : int { kOutF32 = 0, kOutBf16 = 1, kOutF16 = 2, kOutS32 = 3, kOutS8 = 4 };
+
+// The epilogue works in double: exact for every s32 accumulator and one rounding into D.
+__device__ __forceinline__ double activate(double x, int act) {
+  if (act == 1) return x > 0.0 ? x : 0.0;
+  if (act == 2) return 0.5 * x * (1.0 + erf(x * 0.70710678118654752));
+  return x;
+}
+
+__device__ __forceinline__ double load_c(int out_type, const void* c, int64_t idx) {
+  switch (out_type) {
+    case kOutF32: return static_cast<const float*>(c)[idx];
+    case kOutBf16: return __bfloat162float(static_cast<const __nv_bfloat16*>(c)[idx]);
+    case kOutF16: return __half2float(static_cast<const __half*>(c)[idx]);
+    case kOutS32: return static_cast<const int32_t*>(c)[idx];
+    default: return static_cast<const int8_t*>(c)[idx];
+  }
+}
+
+__device__ __forceinline__ void store_d(int out_type, void* d, int64_t idx, double v) {
+  switch (out_type) {
+    case kOutF32: static_cast<float*>(d)[idx] = static_cast<float>(v); break;
+    case kOutBf16: static_cast<__nv_bfloat16*>(d)[idx] = __double2bfloat16(v); break;
+    case kOutF16: static_cast<__half*>(d)[idx] = __double2half(v); break;
+    case kOutS32: static_cast<int32_t*>(d)[idx] = __double2int_rn(fmin(fmax(v, -2147483648.0), 2147483647.0)); break;
+    default: static_cast<int8_t*>(d)[idx] = static_cast<int8_t>(__double2int_rn(fmin(fmax(v, -128.0), 127.0))); break;
+  }
+}
+
+// One output element (row, col) of batch entry `batch` from its accumulator value.
+__device__ __forceinline__ void epilogue_store(const Params& p, int batch, int row, int col, double acc) {
+  double v = static_cast<double>(p.alpha) * acc;
+  const int64_t cidx = batch * p.batch_c + (p.cd_col_major ? static_cast<int64_t>(col) * p.ldc + row
+                                                           : static_cast<int64_t>(row) * p.ldc + col);
+  const int64_t didx = batch * p.batch_d + (p.cd_col_major ? static_cast<int64_t>(col) * p.ldd + row
+                                                           : static_cast<int64_t>(row) * p.ldd + col);
+  if (p.beta != 0.f) v += static_cast<double>(p.beta) * load_c(p.out_type, p.c, cidx);
+  if (p.bias) v += p.bias[row];
+  store_d(p.out_type, p.d, didx, activate(v, p.activation));
+}
+
+// Whether the row-major vector path applies: D row-major without C, a float output type, rows
+// and batch entries 16-byte aligned.
+__device__ __forceinline__ bool vector_rows_ok(const Params& p) {
+  const int eb = p.out_type == kOutF32 ? 4 : 2;
+  return !p.cd_col_major && p.beta == 0.f && (p.out_type == kOutF32 || p.out_type == kOutBf16 || p.out_type == kOutF16) &&
+         reinterpret_cast<uintptr_t>(p.d) % 16 == 0 && (p.ldd * eb) % 16 == 0 && (p.batch_d * eb) % 16 == 0;
+}
+
+// Elements (row, col .. col+7) of D from their accumulators (vector_rows_ok(p) holds): one 16-byte
+// store per 8 bf16/f16 values, two per 8 f32 values; past N element by element.
+__device__ __forceinline__ void store_row8(const Params& p, int batch, int row, int col, const double (&acc)[8]) {
+  if (col + 8 > p.n) {
+    for (int j = 0; j < 8 && col + j < p.n; ++j) epilogue_store(p, batch, row, col + j, acc[j]);
+    return;
+  }
+  const double bias = p.bias ? p.bias[row] : 0.0;
+  double y[8];
+#pragma unroll
+  for (int j = 0; j < 8; ++j) y[j] = activate(static_cast<double>(p.alpha) * acc[j] + bias, p.activation);
+  const int64_t idx = batch * p.batch_d + static_cast<int64_t>(row) * p.ldd + col;
+  if (p.out_type == kOutF32) {
+    float4* d = reinterpret_cast<float4*>(static_cast<float*>(p.d) + idx);
+    d[0] = make_float4(static_cast<float>(y[0]), static_cast<float>(y[1]), static_cast<float>(y[2]), static_cast<float>(y[3]));
+    d[1] = make_float4(static_cast<float>(y[4]), static_cast<float>(y[5]), static_cast<float>(y[6]), static_cast<float>(y[7]));
+    return;
+  }
+  uint4 packed;
+  uint32_t* w = reinterpret_cast<uint32_t*>(&packed);
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    if (p.out_type == kOutBf16) {
+      const __nv_bfloat162 h = __halves2bfloat162(__double2bfloat16(y[2 * j]), __double2bfloat16(y[2 * j + 1]));
+      w[j] = reinterpret_cast<const uint32_t&>(h);
+    } else {
+      const __half2 h = __halves2half2(__double2half(y[2 * j]), __double2half(y[2 * j + 1]));
+      w[j] = reinterpret_cast<const uint32_t&>(h);
+    }
+  }
+  *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.d) + idx) = packed;
+}
+
+}  // namespace spmma::gemm

@@ -1,0 +1,13 @@
+// sm90 sparse GEMM instantiations: e4m3/e5m2 A and B in every pairing, f32 accumulators.
+#include "sm90/kernels.cuh"
+
+namespace spmma::sm90 {
+SPMMA_SM90_TRAITS(E4m3E4m3, float, x, 64, f32_e4m3_e4m3, true)
+SPMMA_SM90_TRAITS(E4m3E5m2, float, x, 64, f32_e4m3_e5m2, true)
+SPMMA_SM90_TRAITS(E5m2E4m3, float, x, 64, f32_e5m2_e4m3, true)
+SPMMA_SM90_TRAITS(E5m2E5m2, float, x, 64, f32_e5m2_e5m2, true)
+void launch_e4m3_e4m3(int bn, const CUtensorMap& a, const CUtensorMap& b, const gemm::Params& p, cudaStream_t s) { launch_traits<E4m3E4m3>(bn, a, b, p, s); }
+void launch_e4m3_e5m2(int bn, const CUtensorMap& a, const CUtensorMap& b, const gemm::Params& p, cudaStream_t s) { launch_traits<E4m3E5m2>(bn, a, b, p, s); }
+void launch_e5m2_e4m3(int bn, const CUtensorMap& a, const CUtensorMap& b, const gemm::Params& p, cudaStream_t s) { launch_traits<E5m2E4m3>(bn, a, b, p, s); }
+void launch_e5m2_e5m2(int bn, const CUtensorMap& a, const CUtensorMap& b, const gemm::Params& p, cudaStream_t s) { launch_traits<E5m2E5m2>(bn, a, b, p, s); }
+}  // namespace spmma::sm90

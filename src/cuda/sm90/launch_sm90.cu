@@ -1,0 +1,165 @@
+// Host side of the sm90 sparse GEMM: kernel table, tile choice, TMA tensor maps and the launch.
+#include "sm90/launch_sm90.hpp"
+
+#include <cudaTypedefs.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "device_buffer.cuh"
+#include "sm90/spgemm_sm90.cuh"
+#include "spmma/error.hpp"
+
+namespace spmma::sm90 {
+
+// Defined in kernels_*.cu (one translation unit per type family, compiled in parallel).
+void launch_bf16(int, const CUtensorMap&, const CUtensorMap&, const gemm::Params&, cudaStream_t);
+void launch_f16(int, const CUtensorMap&, const CUtensorMap&, const gemm::Params&, cudaStream_t);
+void launch_tf32(int, const CUtensorMap&, const CUtensorMap&, const gemm::Params&, cudaStream_t);
+void launch_e4m3_e4m3(int, const CUtensorMap&, const CUtensorMap&, const gemm::Params&, cudaStream_t);
+void launch_e4m3_e5m2(int, const CUtensorMap&, const CUtensorMap&, const gemm::Params&, cudaStream_t);
+void launch_e5m2_e4m3(int, const CUtensorMap&, const CUtensorMap&, const gemm::Params&, cudaStream_t);
+void launch_e5m2_e5m2(int, const CUtensorMap&, const CUtensorMap&, const gemm::Params&, cudaStream_t);
+void launch_s8_s8(int, const CUtensorMap&, const CUtensorMap&, const gemm::Params&, cudaStream_t);
+void launch_s8_u8(int, const CUtensorMap&, const CUtensorMap&, const gemm::Params&, cudaStream_t);
+void launch_u8_s8(int, const CUtensorMap&, const CUtensorMap&, const gemm::Params&, cudaStream_t);
+void launch_u8_u8(int, const CUtensorMap&, const CUtensorMap&, const gemm::Params&, cudaStream_t);
+
+namespace {
+
+const Kernel kKernels[] = {
+    {ElemType::bf16, ElemType::bf16, "wgmma.mma_async.sp.sync.aligned.m64n128k32.f32.bf16.bf16:ss", &launch_bf16},
+    {ElemType::f16, ElemType::f16, "wgmma.mma_async.sp.sync.aligned.m64n128k32.f32.f16.f16:ss", &launch_f16},
+    {ElemType::tf32, ElemType::tf32, "wgmma.mma_async.sp.sync.aligned.m64n128k16.f32.tf32.tf32:ss", &launch_tf32},
+    {ElemType::e4m3, ElemType::e4m3, "wgmma.mma_async.sp.sync.aligned.m64n128k64.f32.e4m3.e4m3:ss", &launch_e4m3_e4m3},
+    {ElemType::e4m3, ElemType::e5m2, "wgmma.mma_async.sp.sync.aligned.m64n128k64.f32.e4m3.e5m2:ss", &launch_e4m3_e5m2},
+    {ElemType::e5m2, ElemType::e4m3, "wgmma.mma_async.sp.sync.aligned.m64n128k64.f32.e5m2.e4m3:ss", &launch_e5m2_e4m3},
+    {ElemType::e5m2, ElemType::e5m2, "wgmma.mma_async.sp.sync.aligned.m64n128k64.f32.e5m2.e5m2:ss", &launch_e5m2_e5m2},
+    {ElemType::s8, ElemType::s8, "wgmma.mma_async.sp.sync.aligned.m64n128k64.s32.s8.s8:ss", &launch_s8_s8},
+    {ElemType::s8, ElemType::u8, "wgmma.mma_async.sp.sync.aligned.m64n128k64.s32.s8.u8:ss", &launch_s8_u8},
+    {ElemType::u8, ElemType::s8, "wgmma.mma_async.sp.sync.aligned.m64n128k64.s32.u8.s8:ss", &launch_u8_s8},
+    {ElemType::u8, ElemType::u8, "wgmma.mma_async.sp.sync.aligned.m64n128k64.s32.u8.u8:ss", &launch_u8_u8},
+};
+
+PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
+  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    cuda::check(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q),
+                "cudaGetDriverEntryPointByVersion(cuTensorMapEncodeTiled)");
+    if (q != cudaDriverEntryPointSuccess || !f)
+      fail(Status::cuda_error, "the CUDA driver has no cuTensorMapEncodeTiled (needed by the sm90 kernel)");
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+  }();
+  return fn;
+}
+
+// A 3-D byte tensor (row bytes x rows x batch) read in boxes of box_bytes (64 or 128, the
+// swizzle width) x box_rows; reads past the row or the rows fill zeros.
+CUtensorMap byte_map(const char* what, const void* base, int64_t row_bytes, int64_t rows, int64_t row_stride,
+                     int64_t batches, int64_t batch_stride, int box_bytes, int box_rows) {
+  CUtensorMap map{};
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(row_bytes), static_cast<cuuint64_t>(rows),
+                              static_cast<cuuint64_t>(batches)};
+  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(row_stride), static_cast<cuuint64_t>(batch_stride)};
+  const cuuint32_t box[3] = {static_cast<cuuint32_t>(box_bytes), static_cast<cuuint32_t>(box_rows), 1};
+  const cuuint32_t elem_strides[3] = {1, 1, 1};
+  const CUresult r = encode_tiled()(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, const_cast<void*>(base), dims, strides, box,
+                                    elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                    box_bytes == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B,
+                                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    fail(Status::cuda_error, std::string("cuTensorMapEncodeTiled failed for ") + what + " (error " + std::to_string(r) +
+                                 "): row bytes " + std::to_string(row_bytes) + ", rows " + std::to_string(rows) +
+                                 ", row stride " + std::to_string(row_stride) + ", batches " + std::to_string(batches) +
+                                 ", batch stride " + std::to_string(batch_stride));
+  return map;
+}
+
+// Split K, second step: adds the splits' raw accumulators (wrapping s32, or f32 summed in
+// double) and applies the epilogue, one thread per element of D.
+__global__ void reduce_splits(const gemm::Params p, bool int_acc) {
+  const int64_t total = static_cast<int64_t>(p.batch) * p.m * p.n;
+  const int64_t slice = static_cast<int64_t>(p.batch) * p.m_pad * p.n;
+  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int col = static_cast<int>(idx % p.n), row = static_cast<int>(idx / p.n % p.m), b = static_cast<int>(idx / p.n / p.m);
+    const uint32_t* src = static_cast<const uint32_t*>(p.partial) + (static_cast<int64_t>(b) * p.m_pad + row) * p.n + col;
+    double v = 0;
+    if (int_acc) {
+      uint32_t sum = 0;
+      for (int sp = 0; sp < p.splits; ++sp) sum += src[sp * slice];
+      v = static_cast<int32_t>(sum);
+    } else {
+      for (int sp = 0; sp < p.splits; ++sp) v += __uint_as_float(src[sp * slice]);
+    }
+    gemm::epilogue_store(p, b, row, col, v);
+  }
+}
+
+}  // namespace
+
+size_t partial_bytes(const gemm::Params& p) {
+  return p.splits > 1 ? static_cast<size_t>(p.splits) * p.batch * p.m_pad * p.n * 4 : 0;
+}
+
+const Kernel* find(ElemType a, ElemType b) {
+  for (const auto& k : kKernels)
+    if (k.a == a && k.b == b) return &k;
+  return nullptr;
+}
+
+int choose_block_n(const Kernel& k, int64_t n) {
+  // fp8 sums each stage apart (promotion) and so holds two accumulator sets: at most 128 wide.
+  const int widest = (k.a == ElemType::e4m3 || k.a == ElemType::e5m2) ? 128 : 256;
+  if (const char* env = std::getenv("SPMMA_SM90_BLOCK_N")) {
+    const int v = std::atoi(env);
+    if (v == 64 || v == 128 || v == 256) return v < widest ? v : widest;
+  }
+  if (n <= 64) return 64;
+  if (n <= 128) return 128;
+  return widest;
+}
+
+std::string variant_at(const Kernel& k, int block_n) {
+  std::string id = k.variant;
+  const size_t at = id.find("n128k");
+  if (at != std::string::npos) id.replace(at, 5, "n" + std::to_string(block_n) + "k");
+  return id;
+}
+
+std::string describe_tile(int block_n) {
+  const int stages = block_n == 64 ? Tile<64, 1>::kStages : block_n == 128 ? Tile<128, 1>::kStages : Tile<256, 1>::kStages;
+  return "CTA tile " + std::to_string(kBlockM) + "x" + std::to_string(block_n) + ", " + std::to_string(stages) +
+         " TMA stages, 1 producer + " + std::to_string(kConsumers) + " math warpgroups, " +
+         std::to_string(kStepsPerStage) + " instructions per stage";
+}
+
+std::string tma_unsupported(const gemm::Params& p, int b_bits) {
+  const auto addr = [](const void* q) { return reinterpret_cast<uintptr_t>(q); };
+  if (addr(p.b) % 16) return "B's address is not 16-byte aligned";
+  if (p.ldb_bytes % 16) return "B's leading dimension (" + std::to_string(p.ldb_bytes) + " bytes) is not a multiple of 16 bytes";
+  if (p.batch > 1 && p.batch_b_bytes % 16)
+    return "B's batch stride (" + std::to_string(p.batch_b_bytes) + " bytes) is not a multiple of 16 bytes";
+  if (addr(p.a) % 16 || p.a_row_bytes % 16) return "A's stored rows are not 16-byte aligned";
+  (void)b_bits;
+  return {};
+}
+
+void launch(const Kernel& k, int block_n, const gemm::Params& p, int b_bits, cudaStream_t s) {
+  const int64_t a_entries = p.batch_a_bytes ? p.batch : 1;
+  const CUtensorMap ta = byte_map("A", p.a, p.a_row_bytes, p.m_pad, p.a_row_bytes, a_entries,
+                                  p.batch_a_bytes ? p.batch_a_bytes : p.m_pad * p.a_row_bytes, kARowBytes, kBlockM);
+  const int64_t k_bytes = static_cast<int64_t>(p.k) * b_bits / 8;
+  const int64_t b_batch_stride = p.batch > 1 ? p.batch_b_bytes : (p.n * p.ldb_bytes + 15) / 16 * 16;
+  const CUtensorMap tb = byte_map("B", p.b, k_bytes, p.n, p.ldb_bytes, p.batch, b_batch_stride, kBRowBytes, block_n);
+  k.launch(block_n, ta, tb, p, s);
+  if (p.splits > 1) {
+    cuda::check(cudaGetLastError(), "launch of the sm90 kernel");
+    const int64_t total = static_cast<int64_t>(p.batch) * p.m * p.n;
+    const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((total + 255) / 256, 4096));
+    reduce_splits<<<blocks, 256, 0, s>>>(p, !type_info(k.a).is_float);
+  }
+}
+
+}  // namespace spmma::sm90

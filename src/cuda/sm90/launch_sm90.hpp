@@ -1,0 +1,45 @@
+// Host side of the sm90 (wgmma.mma_async.sp) sparse GEMM: which type pairs it covers, the tile
+// width for an N, what TMA needs of the operands, and the launch (tensor maps encoded per call).
+#pragma once
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "common/gemm_params.cuh"
+#include "spmma/types.hpp"
+
+namespace spmma::sm90 {
+
+using LaunchFn = void (*)(int block_n, const CUtensorMap& a, const CUtensorMap& b, const gemm::Params& p, cudaStream_t s);
+
+struct Kernel {
+  ElemType a, b;
+  const char* variant;  // the registry id of the wgmma.sp instruction
+  LaunchFn launch;
+};
+
+// The sm90 kernel for A/B types, or null when there is none (4-bit types: no wgmma on sm_90).
+const Kernel* find(ElemType a, ElemType b);
+
+// CTA tile width along N for kernel k and a problem with n columns: 64, 128 or 256 (fp8: at most
+// 128). The environment variable SPMMA_SM90_BLOCK_N overrides it, for experiments.
+int choose_block_n(const Kernel& k, int64_t n);
+
+// The registry id of k's instruction at N = block_n (the table names the N = 128 form).
+std::string variant_at(const Kernel& k, int block_n);
+
+// "CTA tile 128x256, 2 stages, ...": the kernel's shape at a tile width, for Plan::describe.
+std::string describe_tile(int block_n);
+
+// Empty when TMA can read the operands of p (16-byte aligned bases and strides); else why not.
+std::string tma_unsupported(const gemm::Params& p, int b_bits);
+
+// Bytes of split-K partial sums p needs (0 without split K).
+size_t partial_bytes(const gemm::Params& p);
+
+// Encodes the tensor maps of A and B and launches k on stream s (with split K, p.partial holds
+// partial_bytes(p) and a reduce kernel follows). Throws spmma::Error on failure.
+void launch(const Kernel& k, int block_n, const gemm::Params& p, int b_bits, cudaStream_t s);
+
+}  // namespace spmma::sm90
