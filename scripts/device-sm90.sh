@@ -17,3 +17,11 @@ for cfg in ${CONFIGS:-default:}; do
   env ${vars//,/ } timeout 200 .devbin/spmma bench --types ${TYPES:-bf16,e4m3} --shapes $shapes --reps ${REPS:-20} \
     --json-out "$out/bench_$label.json" 2>&1 | grep -v "^spmma bench on\|^shape" | tee "$out/bench_$label.txt"
 done
+if [ -n "${NCU:-}" ]; then
+  # Nsight Compute on one launch of the sparse kernel: NCU="type:MxNxK".
+  t=${NCU%%:*}; sh=${NCU#*:}
+  echo "== ncu $t $sh"
+  timeout 240 ncu -k regex:spgemm -c 1 --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
+    --section ComputeWorkloadAnalysis .devbin/spmma bench --types "$t" --shapes "$sh" --reps 1 > "$out/ncu_$t.txt" 2>&1
+  grep -E "Throughput|Busy|Pipe|Shared|Stall|Warp Cycles|Issued|Eligible|Active Warps|Duration|L2 Hit|Bandwidth|Elapsed" "$out/ncu_$t.txt" | head -60
+fi

@@ -13,17 +13,17 @@
 namespace spmma::sm90 {
 
 // Defined in kernels_*.cu (one translation unit per type family, compiled in parallel).
-void launch_bf16(int, const CUtensorMap&, const CUtensorMap&, const gemm::Params&, cudaStream_t);
-void launch_f16(int, const CUtensorMap&, const CUtensorMap&, const gemm::Params&, cudaStream_t);
-void launch_tf32(int, const CUtensorMap&, const CUtensorMap&, const gemm::Params&, cudaStream_t);
-void launch_e4m3_e4m3(int, const CUtensorMap&, const CUtensorMap&, const gemm::Params&, cudaStream_t);
-void launch_e4m3_e5m2(int, const CUtensorMap&, const CUtensorMap&, const gemm::Params&, cudaStream_t);
-void launch_e5m2_e4m3(int, const CUtensorMap&, const CUtensorMap&, const gemm::Params&, cudaStream_t);
-void launch_e5m2_e5m2(int, const CUtensorMap&, const CUtensorMap&, const gemm::Params&, cudaStream_t);
-void launch_s8_s8(int, const CUtensorMap&, const CUtensorMap&, const gemm::Params&, cudaStream_t);
-void launch_s8_u8(int, const CUtensorMap&, const CUtensorMap&, const gemm::Params&, cudaStream_t);
-void launch_u8_s8(int, const CUtensorMap&, const CUtensorMap&, const gemm::Params&, cudaStream_t);
-void launch_u8_u8(int, const CUtensorMap&, const CUtensorMap&, const gemm::Params&, cudaStream_t);
+void launch_bf16(int, const Maps&, const gemm::Params&, cudaStream_t);
+void launch_f16(int, const Maps&, const gemm::Params&, cudaStream_t);
+void launch_tf32(int, const Maps&, const gemm::Params&, cudaStream_t);
+void launch_e4m3_e4m3(int, const Maps&, const gemm::Params&, cudaStream_t);
+void launch_e4m3_e5m2(int, const Maps&, const gemm::Params&, cudaStream_t);
+void launch_e5m2_e4m3(int, const Maps&, const gemm::Params&, cudaStream_t);
+void launch_e5m2_e5m2(int, const Maps&, const gemm::Params&, cudaStream_t);
+void launch_s8_s8(int, const Maps&, const gemm::Params&, cudaStream_t);
+void launch_s8_u8(int, const Maps&, const gemm::Params&, cudaStream_t);
+void launch_u8_s8(int, const Maps&, const gemm::Params&, cudaStream_t);
+void launch_u8_u8(int, const Maps&, const gemm::Params&, cudaStream_t);
 
 namespace {
 
@@ -54,10 +54,11 @@ PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
   return fn;
 }
 
-// A 3-D byte tensor (row bytes x rows x batch) read in boxes of box_bytes (64 or 128, the
-// swizzle width) x box_rows; reads past the row or the rows fill zeros.
+// A 3-D byte tensor (row bytes x rows x batch) read in boxes of box_bytes x box_rows, with the
+// 64- or 128-byte swizzle when box_bytes is 64 or 128 (none otherwise); reads past the row or
+// the rows fill zeros.
 CUtensorMap byte_map(const char* what, const void* base, int64_t row_bytes, int64_t rows, int64_t row_stride,
-                     int64_t batches, int64_t batch_stride, int box_bytes, int box_rows) {
+                     int64_t batches, int64_t batch_stride, int box_bytes, int box_rows, bool swizzle = true) {
   CUtensorMap map{};
   const cuuint64_t dims[3] = {static_cast<cuuint64_t>(row_bytes), static_cast<cuuint64_t>(rows),
                               static_cast<cuuint64_t>(batches)};
@@ -66,7 +67,8 @@ CUtensorMap byte_map(const char* what, const void* base, int64_t row_bytes, int6
   const cuuint32_t elem_strides[3] = {1, 1, 1};
   const CUresult r = encode_tiled()(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, const_cast<void*>(base), dims, strides, box,
                                     elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                    box_bytes == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B,
+                                    swizzle ? (box_bytes == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B)
+                                            : CU_TENSOR_MAP_SWIZZLE_NONE,
                                     CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
     fail(Status::cuda_error, std::string("cuTensorMapEncodeTiled failed for ") + what + " (error " + std::to_string(r) +
@@ -110,11 +112,12 @@ const Kernel* find(ElemType a, ElemType b) {
 }
 
 int choose_block_n(const Kernel& k, int64_t n) {
-  // fp8 sums each stage apart (promotion) and so holds two accumulator sets: at most 128 wide.
-  const int widest = (k.a == ElemType::e4m3 || k.a == ElemType::e5m2) ? 128 : 256;
+  // fp8 sums each stage apart (promotion) and so holds two accumulator sets: at most 192 wide.
+  const int widest = (k.a == ElemType::e4m3 || k.a == ElemType::e5m2) ? 192 : 256;
   if (const char* env = std::getenv("SPMMA_SM90_BLOCK_N")) {
     const int v = std::atoi(env);
-    if (v == 64 || v == 128 || v == 256) return v < widest ? v : widest;
+    if (v == 64 || v == 128) return v;
+    if (v == 192 || v == 256) return widest;
   }
   if (n <= 64) return 64;
   if (n <= 128) return 128;
@@ -129,7 +132,10 @@ std::string variant_at(const Kernel& k, int block_n) {
 }
 
 std::string describe_tile(int block_n) {
-  const int stages = block_n == 64 ? Tile<64, 1>::kStages : block_n == 128 ? Tile<128, 1>::kStages : Tile<256, 1>::kStages;
+  const int stages = block_n == 64    ? Tile<64>::kStages
+                     : block_n == 128 ? Tile<128>::kStages
+                     : block_n == 192 ? Tile<192>::kStages
+                                      : Tile<256>::kStages;
   return "CTA tile " + std::to_string(kBlockM) + "x" + std::to_string(block_n) + ", " + std::to_string(stages) +
          " TMA stages, 1 producer + " + std::to_string(kConsumers) + " math warpgroups, " +
          std::to_string(kStepsPerStage) + " instructions per stage";
@@ -147,13 +153,21 @@ std::string tma_unsupported(const gemm::Params& p, int b_bits) {
 }
 
 void launch(const Kernel& k, int block_n, const gemm::Params& p, int b_bits, cudaStream_t s) {
+  Maps maps;
   const int64_t a_entries = p.batch_a_bytes ? p.batch : 1;
-  const CUtensorMap ta = byte_map("A", p.a, p.a_row_bytes, p.m_pad, p.a_row_bytes, a_entries,
-                                  p.batch_a_bytes ? p.batch_a_bytes : p.m_pad * p.a_row_bytes, kARowBytes, kBlockM);
+  maps.a = byte_map("A", p.a, p.a_row_bytes, p.m_pad, p.a_row_bytes, a_entries,
+                    p.batch_a_bytes ? p.batch_a_bytes : p.m_pad * p.a_row_bytes, kARowBytes, kBlockM);
   const int64_t k_bytes = static_cast<int64_t>(p.k) * b_bits / 8;
   const int64_t b_batch_stride = p.batch > 1 ? p.batch_b_bytes : (p.n * p.ldb_bytes + 15) / 16 * 16;
-  const CUtensorMap tb = byte_map("B", p.b, k_bytes, p.n, p.ldb_bytes, p.batch, b_batch_stride, kBRowBytes, block_n);
-  k.launch(block_n, ta, tb, p, s);
+  maps.b = byte_map("B", p.b, k_bytes, p.n, p.ldb_bytes, p.batch, b_batch_stride, kBRowBytes, block_n);
+  // Metadata: one row per 16-row block (its groups back to back), one box = one group of the
+  // CTA's eight blocks.
+  const int64_t group_bytes = static_cast<int64_t>(p.meta_lanes) * gemm::kMetaGroup * 4;
+  const int64_t meta_row = p.meta_groups * group_bytes;
+  maps.meta = byte_map("A's metadata", p.meta, meta_row, p.m_pad / 16, meta_row, a_entries,
+                       p.batch_meta_words ? p.batch_meta_words * 4 : p.m_pad / 16 * meta_row, static_cast<int>(group_bytes),
+                       kBlockM / 16, false);
+  k.launch(block_n, maps, p, s);
   if (p.splits > 1) {
     cuda::check(cudaGetLastError(), "launch of the sm90 kernel");
     const int64_t total = static_cast<int64_t>(p.batch) * p.m * p.n;

@@ -11,7 +11,12 @@
 
 namespace spmma::sm90 {
 
-using LaunchFn = void (*)(int block_n, const CUtensorMap& a, const CUtensorMap& b, const gemm::Params& p, cudaStream_t s);
+// The TMA tensor maps of one launch: A's values, B, A's fragment-ready metadata.
+struct Maps {
+  CUtensorMap a, b, meta;
+};
+
+using LaunchFn = void (*)(int block_n, const Maps& maps, const gemm::Params& p, cudaStream_t s);
 
 struct Kernel {
   ElemType a, b;
@@ -22,8 +27,8 @@ struct Kernel {
 // The sm90 kernel for A/B types, or null when there is none (4-bit types: no wgmma on sm_90).
 const Kernel* find(ElemType a, ElemType b);
 
-// CTA tile width along N for kernel k and a problem with n columns: 64, 128 or 256 (fp8: at most
-// 128). The environment variable SPMMA_SM90_BLOCK_N overrides it, for experiments.
+// CTA tile width along N for kernel k and a problem with n columns: 64, 128 or 256 (fp8: 192 in
+// place of 256). The environment variable SPMMA_SM90_BLOCK_N overrides it, for experiments.
 int choose_block_n(const Kernel& k, int64_t n);
 
 // The registry id of k's instruction at N = block_n (the table names the N = 128 form).

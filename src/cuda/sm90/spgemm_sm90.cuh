@@ -8,8 +8,8 @@
 // Warp specialisation, one CTA per SM:
 //   warpgroup 0 (producer, one thread): per stage (2 K steps), TMA-loads A (kBlockM rows x 64 B,
 //     64-byte swizzle), B (BlockN columns x 128 B, 128-byte swizzle) and the stage's
-//     fragment-ready metadata group (one bulk copy per 16-row block), all completing on the
-//     stage's `full` mbarrier;
+//     fragment-ready metadata group of the eight 16-row blocks, all completing on the stage's
+//     `full` mbarrier;
 //   warpgroups 1, 2 (math, 64 rows each): wait `full`, read their metadata words, issue 2
 //     wgmma.sp on shared-memory descriptors, wait for them (see kernel), release the slot on its
 //     `empty` mbarrier; the two math warpgroups keep the tensor cores busy in turn. Then the
@@ -34,8 +34,7 @@ constexpr int kBBytesPerStep = 64;                    // B bytes per column per 
 constexpr int kARowBytes = kStepsPerStage * kABytesPerStep;   // 64: one 64-byte swizzle atom row
 constexpr int kBRowBytes = kStepsPerStage * kBBytesPerStep;   // 128: one 128-byte swizzle atom row
 constexpr int kAStageBytes = kBlockM * kARowBytes;            // 8 KiB
-constexpr int kMetaBlockBytes = 256;      // one 16-row block's metadata group: P <= 32 lanes x 2 words
-constexpr int kMetaStageBytes = (kBlockM / 16) * kMetaBlockBytes;
+constexpr int kMetaStageBytes = (kBlockM / 16) * 256;  // eight 16-row blocks' metadata groups: P <= 32 lanes x 2 words
 constexpr int kSmemLimit = 227 * 1024;
 constexpr int kMaxStages = 8;
 constexpr int kGroupM = 16;               // rasterization: CTAs walk 16 M tiles before the next N tiles
@@ -43,12 +42,9 @@ constexpr int kProducerRegs = 40, kConsumerRegs = 232;
 static_assert(kStepsPerStage == gemm::kMetaGroup, "a stage holds one fragment-ready metadata group");
 static_assert(kBlockM == gemm::kRowPad, "A's rows are padded to the CTA tile");
 
-// Group: pipeline stages a math warpgroup takes per wait (1 or 2). Two halve the per-wait
-// overhead where a stage's wgmmas are short (fp8: twice the FLOPs per instruction).
-template <int BlockN, int Group>
+template <int BlockN>
 struct Tile {
   static constexpr int kBlockN = BlockN;
-  static constexpr int kGroup = Group;
   static constexpr int kBStageBytes = BlockN * kBRowBytes;
   static constexpr int kStageBytes = kAStageBytes + kBStageBytes + kMetaStageBytes;
   static constexpr int kStages = (kSmemLimit - 2048) / kStageBytes > kMaxStages ? kMaxStages : (kSmemLimit - 2048) / kStageBytes;
@@ -57,7 +53,7 @@ struct Tile {
   static constexpr int kTileLd = BlockN + 8;  // epilogue tile row (words): 8 pad words keep the 8-byte stores conflict-free
   static_assert(kConsumers * 64 * kTileLd * 4 <= kStages * kStageBytes, "the epilogue tiles fit in the pipeline buffers");
   static_assert(kStageBytes % 1024 == 0, "stages keep 1024-byte alignment for the swizzle atoms");
-  static_assert(kStages >= 3 && kStages >= 2 * Group, "a pipeline");
+  static_assert(kStages >= 3, "a pipeline");
 };
 
 // ---------------------------------------------------------------- PTX helpers (sm_90)
@@ -122,7 +118,8 @@ __device__ __forceinline__ uint64_t smem_desc(uint32_t smem_addr) {
 
 template <class Traits, class T>
 __global__ void __launch_bounds__(kThreads, 1)
-    spgemm_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b, const gemm::Params p) {
+    spgemm_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b,
+                  const __grid_constant__ CUtensorMap tm_meta, const gemm::Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kBlockN = T::kBlockN, kStages = T::kStages;
   extern __shared__ uint8_t smem_raw[];
@@ -149,13 +146,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   // One stage per metadata group: K steps padded to whole groups run on zero A and B with the
   // padding word's valid nibbles. With Group 2 an odd count gets one more stage: A and B past K
   // (TMA fills zeros) and no metadata copy (the slot keeps valid words, see below).
-  // Split K: this CTA runs stages [s_begin, s_begin + count) (stages_per_split is a multiple of 2,
-  // so of kGroup); only the last split can run past K.
-  const int stages_real = static_cast<int>(p.meta_groups);
+  // Split K: this CTA runs stages [s_begin, s_begin + count), one fragment-ready metadata group
+  // (2 K steps) each; K steps padded to a whole group run on zero A and B (TMA fills zeros past
+  // K) with the padding word's valid nibbles.
   const int split = blockIdx.z;
   const int s_begin = split * p.stages_per_split;
-  const int s_end = min(stages_real, s_begin + p.stages_per_split);
-  const int count = (s_end - s_begin + T::kGroup - 1) / T::kGroup * T::kGroup;
+  const int count = min(static_cast<int>(p.meta_groups), s_begin + p.stages_per_split) - s_begin;
 
   if (tid == 0) {
     for (int s = 0; s < kStages; ++s) {
@@ -164,12 +160,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
-  // Metadata slots start as the padding word (nibble 0x4, valid for every pattern), so a stage
-  // without a metadata copy runs on valid nibbles.
-  for (int i = tid; i < kStages * kMetaStageBytes / 4; i += kThreads)
-    reinterpret_cast<uint32_t*>(smem + (i / (kMetaStageBytes / 4)) * T::kStageBytes + kAStageBytes + T::kBStageBytes)[i % (kMetaStageBytes / 4)] =
-        0x44444444u;
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // the copy engine overwrites these words
   __syncthreads();
 
   const int P = p.meta_lanes;
@@ -180,21 +170,14 @@ __global__ void __launch_bounds__(kThreads, 1)
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
     if (warp == 0 && lane == 0) {
       const int a_z = p.batch_a_bytes ? batch : 0;
-      const uint8_t* meta = reinterpret_cast<const uint8_t*>(p.meta + batch * p.batch_meta_words) +
-                            (block_m / 16) * p.meta_groups * meta_group_bytes;
-      const int64_t block_stride = p.meta_groups * meta_group_bytes;  // bytes per 16-row block
       for (int i = 0; i < count; ++i) {
         const int s = s_begin + i, slot = i % kStages;
         mbar_wait(empty(slot), ((i / kStages) & 1) ^ 1);  // round 0 passes at once
-        const bool real = s < stages_real;
-        mbar_expect_tx(full(slot), kAStageBytes + T::kBStageBytes + (real ? (kBlockM / 16) * meta_group_bytes : 0));
+        mbar_expect_tx(full(slot), kAStageBytes + T::kBStageBytes + (kBlockM / 16) * meta_group_bytes);
         tma_load_3d(sA(slot), &tm_a, full(slot), s * kARowBytes, block_m, a_z);
         tma_load_3d(sB(slot), &tm_b, full(slot), s * kBRowBytes, block_n, batch);
-        const uint8_t* src = meta + static_cast<int64_t>(s) * meta_group_bytes;
-        if (real)
-#pragma unroll
-          for (int i = 0; i < kBlockM / 16; ++i)
-            bulk_load(sMeta(slot) + i * kMetaBlockBytes, src + i * block_stride, meta_group_bytes, full(slot));
+        // The stage's metadata group of the CTA's eight 16-row blocks, stored back to back.
+        tma_load_3d(sMeta(slot), &tm_meta, full(slot), s * meta_group_bytes, block_m / 16, a_z);
       }
     }
   } else {
@@ -205,54 +188,44 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
     for (int i = 0; i < T::kAccRegs; ++i) acc[i] = 0;
     // fp8: the tensor cores keep fewer accumulator bits than f32 (docs/conformance.md), so each
-    // group of stages sums into `part` and is added to `acc` in f32 on the CUDA cores
-    // ("promotion", every 4 instructions with Group 2: 128 products per output).
+    // stage sums into `part` and is added to `acc` in f32 on the CUDA cores ("promotion", every
+    // 2 instructions: 64 products per output).
     typename Traits::Acc part[Traits::kPromote ? T::kAccRegs : 1];
 
     // This thread's metadata words inside a 16-row block's group: selector 0 names the lanes
     // t < L of each quad (the others pass a copy, which the hardware ignores).
     const int g = lane / 4, t = lane % 4, L = P / 8;
-    const uint32_t meta_off = (4 * c + warp) * kMetaBlockBytes + (g * L + min(t, L - 1)) * gemm::kMetaGroup * 4;
+    const uint32_t meta_off = (4 * c + warp) * meta_group_bytes + (g * L + min(t, L - 1)) * gemm::kMetaGroup * 4;
 
-    for (int i0 = 0; i0 < count; i0 += T::kGroup) {
-      uint2 e[T::kGroup];  // metadata of K steps 0, 1 of each stage
+    for (int i = 0; i < count; ++i) {
+      const int slot = i % kStages;
+      mbar_wait(full(slot), (i / kStages) & 1);
+      const uint2 e = *reinterpret_cast<const uint2*>(smem + (sMeta(slot) - base) + meta_off);  // K steps 0, 1
+      const uint64_t da = smem_desc<kARowBytes>(sA(slot) + c * 64 * kARowBytes), db = smem_desc<kBRowBytes>(sB(slot));
 #pragma unroll
-      for (int u = 0; u < T::kGroup; ++u) {
-        const int i = i0 + u;
-        mbar_wait(full(i % kStages), (i / kStages) & 1);
-        e[u] = *reinterpret_cast<const uint2*>(smem + (sMeta(i % kStages) - base) + meta_off);
-      }
-#pragma unroll
-      for (int i = 0; i < T::kAccRegs; ++i) fence_operand(acc[i]);
+      for (int j = 0; j < T::kAccRegs; ++j) fence_operand(acc[j]);
       wgmma_fence();
-#pragma unroll
-      for (int u = 0; u < T::kGroup; ++u) {
-        const int slot = (i0 + u) % kStages;
-        const uint64_t da = smem_desc<kARowBytes>(sA(slot) + c * 64 * kARowBytes), db = smem_desc<kBRowBytes>(sB(slot));
-        if constexpr (Traits::kPromote) {  // the group's first instruction starts `part` afresh
-          Traits::template mma<kBlockN>(part, da, db, e[u].x, u != 0);
-          Traits::template mma<kBlockN>(part, da + kABytesPerStep / 16, db + kBBytesPerStep / 16, e[u].y, true);
-        } else {
-          Traits::template mma<kBlockN>(acc, da, db, e[u].x, true);
-          Traits::template mma<kBlockN>(acc, da + kABytesPerStep / 16, db + kBBytesPerStep / 16, e[u].y, true);
-        }
+      if constexpr (Traits::kPromote) {  // each stage starts `part` afresh
+        Traits::template mma<kBlockN>(part, da, db, e.x, false);
+        Traits::template mma<kBlockN>(part, da + kABytesPerStep / 16, db + kBBytesPerStep / 16, e.y, true);
+      } else {
+        Traits::template mma<kBlockN>(acc, da, db, e.x, true);
+        Traits::template mma<kBlockN>(acc, da + kABytesPerStep / 16, db + kBBytesPerStep / 16, e.y, true);
       }
       wgmma_commit();
-      // Wait for this group's wgmmas before the next: wgmma reads its metadata register when it
-      // executes, and the next load would overwrite it (measured: keeping a stage in flight
-      // across the loop gives wrong results). The other math warpgroup keeps the tensor cores
-      // busy meanwhile.
+      // Wait for this stage's wgmmas before the next: wgmma reads its metadata register when it
+      // executes, and the next stage's load would overwrite it (measured: keeping a stage in
+      // flight across the loop gives wrong results). The other math warpgroup keeps the tensor
+      // cores busy meanwhile.
       wgmma_wait_all();
 #pragma unroll
-      for (int i = 0; i < T::kAccRegs; ++i) fence_operand(acc[i]);
-      if (lane == 0)
-#pragma unroll
-        for (int u = 0; u < T::kGroup; ++u) mbar_arrive(empty((i0 + u) % kStages));
+      for (int j = 0; j < T::kAccRegs; ++j) fence_operand(acc[j]);
+      if (lane == 0) mbar_arrive(empty(slot));
       if constexpr (Traits::kPromote) {
 #pragma unroll
-        for (int i = 0; i < T::kAccRegs; ++i) {
-          fence_operand(part[i]);
-          acc[i] += part[i];
+        for (int j = 0; j < T::kAccRegs; ++j) {
+          fence_operand(part[j]);
+          acc[j] += part[j];
         }
       }
     }
