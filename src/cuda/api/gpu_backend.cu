@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -130,7 +132,20 @@ struct GpuStorage final : SparseStorage {
   int64_t m_pad = 0, a_row_bytes = 0, batch_values = 0, batch_meta_words = 0;
   int meta_lanes = 0;
   int64_t meta_groups = 0;
+  // The sm90 kernel's tensor maps of A, encoded at the first run (per batch layout) and kept:
+  // a planned run then encodes only B's map, and only when B's pointer or layout changes.
+  mutable std::mutex maps_mutex;
+  mutable std::optional<sm90::AMaps> maps;
+  mutable int64_t maps_batch_a_bytes = -1, maps_batch = -1;
   bool on_device() const override { return true; }
+  sm90::AMaps a_maps(const gemm::Params& p) const {
+    std::lock_guard<std::mutex> lock(maps_mutex);
+    if (!maps || maps_batch_a_bytes != p.batch_a_bytes || maps_batch != p.batch) {
+      maps = sm90::encode_a(p);
+      maps_batch_a_bytes = p.batch_a_bytes, maps_batch = p.batch;
+    }
+    return *maps;
+  }
 
   // Downloads batch entry b and turns it back into the host's whole-matrix form.
   Compressed to_host(int64_t b) const override {
@@ -244,6 +259,20 @@ struct GpuKernel final : Kernel {
   int block_n = 0;                       // its CTA tile width
   int splits = 1, stages_per_split = 0;  // its split K (splits > 1: partial sums in the workspace)
   std::string sm80_why;                  // why the plan did not pick the sm90 kernel (for describe)
+  // B's tensor map of the last run, reused while B's pointer and layout stay the same.
+  struct BMap {
+    const void* b = nullptr;
+    int64_t ldb_bytes = 0, batch_b_bytes = 0;
+    CUtensorMap map{};
+  };
+  mutable std::mutex b_mutex;
+  mutable std::optional<BMap> b_map;
+  CUtensorMap b_map_for(const gemm::Params& p) const {
+    std::lock_guard<std::mutex> lock(b_mutex);
+    if (!b_map || b_map->b != p.b || b_map->ldb_bytes != p.ldb_bytes || b_map->batch_b_bytes != p.batch_b_bytes)
+      b_map = BMap{p.b, p.ldb_bytes, p.batch_b_bytes, sm90::encode_b(p, block_n, b_bits)};
+    return b_map->map;
+  }
   bool transpose_b = false;
   int b_bits = 16;
 
@@ -320,7 +349,7 @@ struct GpuKernel final : Kernel {
     p.splits = splits, p.stages_per_split = splits > 1 ? stages_per_split : 1 << 30;
     p.partial = splits > 1 ? static_cast<uint8_t*>(workspace) + transposed_b_bytes() : nullptr;
     if (wgmma && sm90::tma_unsupported(p, b_bits).empty())
-      sm90::launch(*wgmma, block_n, p, b_bits, s);
+      sm90::launch(*wgmma, block_n, st.a_maps(p), b_map_for(p), p, s);
     else
       instr->launch(p, s);
     check(cudaGetLastError(), "launch of the sparse GEMM kernel");

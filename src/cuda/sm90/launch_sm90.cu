@@ -152,14 +152,11 @@ std::string tma_unsupported(const gemm::Params& p, int b_bits) {
   return {};
 }
 
-void launch(const Kernel& k, int block_n, const gemm::Params& p, int b_bits, cudaStream_t s) {
-  Maps maps;
+AMaps encode_a(const gemm::Params& p) {
+  AMaps maps;
   const int64_t a_entries = p.batch_a_bytes ? p.batch : 1;
   maps.a = byte_map("A", p.a, p.a_row_bytes, p.m_pad, p.a_row_bytes, a_entries,
                     p.batch_a_bytes ? p.batch_a_bytes : p.m_pad * p.a_row_bytes, kARowBytes, kBlockM);
-  const int64_t k_bytes = static_cast<int64_t>(p.k) * b_bits / 8;
-  const int64_t b_batch_stride = p.batch > 1 ? p.batch_b_bytes : (p.n * p.ldb_bytes + 15) / 16 * 16;
-  maps.b = byte_map("B", p.b, k_bytes, p.n, p.ldb_bytes, p.batch, b_batch_stride, kBRowBytes, block_n);
   // Metadata: one row per 16-row block (its groups back to back), one box = one group of the
   // CTA's eight blocks.
   const int64_t group_bytes = static_cast<int64_t>(p.meta_lanes) * gemm::kMetaGroup * 4;
@@ -167,6 +164,17 @@ void launch(const Kernel& k, int block_n, const gemm::Params& p, int b_bits, cud
   maps.meta = byte_map("A's metadata", p.meta, meta_row, p.m_pad / 16, meta_row, a_entries,
                        p.batch_meta_words ? p.batch_meta_words * 4 : p.m_pad / 16 * meta_row, static_cast<int>(group_bytes),
                        kBlockM / 16, false);
+  return maps;
+}
+
+CUtensorMap encode_b(const gemm::Params& p, int block_n, int b_bits) {
+  const int64_t k_bytes = static_cast<int64_t>(p.k) * b_bits / 8;
+  const int64_t b_batch_stride = p.batch > 1 ? p.batch_b_bytes : (p.n * p.ldb_bytes + 15) / 16 * 16;
+  return byte_map("B", p.b, k_bytes, p.n, p.ldb_bytes, p.batch, b_batch_stride, kBRowBytes, block_n);
+}
+
+void launch(const Kernel& k, int block_n, const AMaps& a, const CUtensorMap& b, const gemm::Params& p, cudaStream_t s) {
+  const Maps maps{a.a, b, a.meta};
   k.launch(block_n, maps, p, s);
   if (p.splits > 1) {
     cuda::check(cudaGetLastError(), "launch of the sm90 kernel");

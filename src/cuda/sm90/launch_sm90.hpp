@@ -43,8 +43,17 @@ std::string tma_unsupported(const gemm::Params& p, int b_bits);
 // Bytes of split-K partial sums p needs (0 without split K).
 size_t partial_bytes(const gemm::Params& p);
 
-// Encodes the tensor maps of A and B and launches k on stream s (with split K, p.partial holds
-// partial_bytes(p) and a reduce kernel follows). Throws spmma::Error on failure.
-void launch(const Kernel& k, int block_n, const gemm::Params& p, int b_bits, cudaStream_t s);
+// The tensor maps of A's values and metadata (they depend on A's storage only, so a caller may
+// keep them for every run on that storage) and of B (per B pointer and tile width). Throw
+// spmma::Error when the driver rejects a map, naming the operand and its sizes.
+struct AMaps {
+  CUtensorMap a, meta;
+};
+AMaps encode_a(const gemm::Params& p);
+CUtensorMap encode_b(const gemm::Params& p, int block_n, int b_bits);
+
+// Launches k on stream s with those maps (with split K, p.partial holds partial_bytes(p) and a
+// reduce kernel follows).
+void launch(const Kernel& k, int block_n, const AMaps& a, const CUtensorMap& b, const gemm::Params& p, cudaStream_t s);
 
 }  // namespace spmma::sm90
