@@ -1,21 +1,16 @@
 // `spmma bench`: spmma's sparse matmul against dense baselines, shape by shape, type by type.
 #include <algorithm>
-#include <chrono>
-#include <cstring>
-#include <cmath>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
-#include <random>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "bench_cpu.hpp"
 #include "commands.hpp"
 #include "spmma/error.hpp"
-#include "spmma/matmul.hpp"
 #ifdef SPMMA_HAVE_CUDA
-#include "cuda/bench/bench_gpu.hpp"
 #include "spmma/conform.hpp"
 #endif
 
@@ -45,75 +40,6 @@ std::vector<std::array<int64_t, 3>> parse_shapes(const std::string& s) {
     out.push_back(v);
   }
   return out;
-}
-
-// The CPU path: spmma's CPU backend against a dense f32 product of the same (pruned) A.
-std::vector<BenchRow> run_cpu(const std::vector<std::array<int64_t, 3>>& shapes, const std::vector<ElemType>& types,
-                              int reps) {
-  std::vector<BenchRow> rows;
-  Handle h(Device::cpu);
-  std::mt19937_64 rng(1);
-  std::normal_distribution<double> nd(0.0, 1.0);
-  for (ElemType t : types)
-    for (const auto& sh : shapes) {
-      BenchRow r{sh[0], sh[1], sh[2], std::string(type_name(t)), "cpu", "", ""};
-      try {
-        MatmulDesc d;
-        d.m = r.m, d.n = r.n, d.k = r.k;
-        d.a_type = d.b_type = t;
-        const bool integer = !type_info(t).is_float;
-        d.c_type = d.d_type = integer ? ElemType::s32 : ElemType::f32;
-        d.b_order = Order::col_major;
-        Plan plan(h, d);
-        r.kernel = plan.describe();
-        Matrix a(t, r.m, r.k);
-        for (auto& x : a.bits) x = encode(t, integer ? std::round(nd(rng) * 20) : nd(rng));
-        const Pattern p = (t == ElemType::s4 || t == ElemType::u4) ? Pattern::p4_8_pairs : pattern_for(t);
-        a = prune_magnitude(a, p);
-        SparseMatrix sa = upload(h, d, {compress(a, p, true)});
-        const int bits = memory_bits(t);
-        std::vector<uint8_t> b(static_cast<size_t>((r.k * r.n * bits + 7) / 8));
-        for (auto& x : b) x = static_cast<uint8_t>(rng());
-        if (type_info(t).is_float) {  // valid values: small finite numbers in B's own encoding
-          Matrix bm(t, r.n, r.k);
-          for (auto& x : bm.bits) x = encode(t, nd(rng));
-          for (int64_t i = 0; i < r.n * r.k; ++i)
-            store_element(b.data(), i, bits, bm.bits[static_cast<size_t>(i)]);
-        }
-        std::vector<uint8_t> out(static_cast<size_t>(r.m * r.n * 4));
-        std::vector<double> times;
-        for (int i = 0; i < 1 + reps; ++i) {
-          const auto t0 = std::chrono::steady_clock::now();
-          plan.run(sa, b.data(), nullptr, out.data(), 1.f, 0.f);
-          const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-          if (i) times.push_back(ms);
-        }
-        std::sort(times.begin(), times.end());
-        r.spmma_ms = times[times.size() / 2];
-        r.spmma_call_us = r.spmma_ms * 1e3;
-        r.spmma_tflops = 2.0 * r.m * r.n * r.k / (r.spmma_ms * 1e-3) / 1e12;
-        // Verify a sample of D against a dense double product of the pruned A.
-        double worst = 0;
-        for (int s = 0; s < 64; ++s) {
-          const int64_t i = static_cast<int64_t>(rng() % static_cast<uint64_t>(r.m)), j = static_cast<int64_t>(rng() % static_cast<uint64_t>(r.n));
-          double ref = 0, mag = 0;
-          for (int64_t k = 0; k < r.k; ++k) {
-            const double x = a.value(i, k) * decode(t, load_element(b.data(), j * r.k + k, bits));
-            ref += x, mag += std::fabs(x);
-          }
-          uint32_t ob = 0;
-          std::memcpy(&ob, out.data() + (i * r.n + j) * 4, 4);
-          const double got = decode(d.d_type, ob);
-          worst = std::max(worst, std::fabs(got - ref) / (mag + 1e-30));
-        }
-        r.max_error = worst;
-        r.verified = worst <= (integer ? 0.0 : 1e-5);
-      } catch (const Error& e) {
-        r.note = e.what();
-      }
-      rows.push_back(r);
-    }
-  return rows;
 }
 
 nlohmann::json opt(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
@@ -160,26 +86,31 @@ void register_bench(CLI::App& app) {
     } else {
       shapes = {{512, 512, 512}, {1024, 1024, 1024}, {4096, 16, 4096}, {4096, 128, 4096}};
     }
-    std::vector<BenchRow> rows;
+    bench::Options bo;
+    bo.shapes = shapes;
+    bo.types = types;
+    bo.reps = o->reps;
+    std::vector<bench::Row> measured;
     std::string device;
     if (gpu) {
 #ifdef SPMMA_HAVE_CUDA
-      bench::Options bo;
-      bo.shapes = shapes;
-      bo.types = types;
-      bo.reps = o->reps;
       device = bench::gpu_name();
-      for (const auto& r : bench::run_gpu(bo)) {
-        BenchRow x{r.m, r.n, r.k, r.type, r.backend, r.kernel, r.note};
-        x.verified = r.verified, x.max_error = r.max_error, x.spmma_ms = r.spmma_ms, x.spmma_call_us = r.spmma_call_us;
-        x.spmma_tflops = r.spmma_tflops, x.cublas_tflops = r.cublas_tflops, x.dense_ms = r.cublas_ms;
-        rows.push_back(x);
-      }
+      measured = bench::run_gpu(bo);
 #endif
     } else {
       std::cerr << "spmma bench: no GPU (" << why << "): timing the CPU path\n";
       device = "CPU";
-      rows = run_cpu(shapes, types, std::max(1, std::min(o->reps, 5)));
+      bo.warmup = 1;
+      bo.reps = std::max(1, std::min(o->reps, 5));
+      measured = bench::run_cpu(bo);
+    }
+    std::vector<BenchRow> rows;
+    for (const auto& r : measured) {
+      BenchRow x{r.m, r.n, r.k, r.type, r.backend, r.kernel, r.note};
+      x.verified = r.verified, x.max_error = r.max_error, x.spmma_ms = r.spmma_ms, x.spmma_call_us = r.spmma_call_us;
+      x.spmma_tflops = r.spmma_tflops, x.cublas_tflops = r.cublas_tflops, x.cpu_dense_tflops = r.cpu_dense_tflops;
+      x.dense_ms = gpu ? r.cublas_ms : r.cpu_dense_ms;
+      rows.push_back(x);
     }
     if (!o->cusparselt.empty()) {
       std::ifstream f(o->cusparselt);
@@ -198,6 +129,7 @@ void register_bench(CLI::App& app) {
                      {"verified", r.verified}, {"max_error", r.max_error}, {"spmma_ms", r.spmma_ms},
                      {"spmma_call_us", r.spmma_call_us}, {"spmma_tflops", r.spmma_tflops},
                      {"cublas_tflops", opt(r.cublas_tflops)}, {"cusparselt_tflops", opt(r.cusparselt_tflops)},
+                     {"cpu_dense_tflops", opt(r.cpu_dense_tflops)},
                      {"kernel", r.kernel}, {"note", r.note}});
     if (!o->json_out.empty()) std::ofstream(o->json_out) << arr.dump(1) << "\n";
     if (o->json) {

@@ -1,14 +1,20 @@
-// `spmma demo`: the README's main job. Prunes and compresses a random matrix, multiplies it
-// through the emulated sparse instruction tile by tile, checks the result against a dense
-// product, and — where a GPU exists — runs the hardware conformance suite on that instruction.
-#include <chrono>
-#include <cmath>
+// `spmma demo`: the README's main job. A random dense A is pruned to its type's sparsity pattern
+// and compressed, multiplied with a random B through the matmul API (include/spmma/matmul.hpp:
+// Handle, MatmulDesc, compress with PruneMode::magnitude, Plan, Plan::run with its workspace) on
+// the GPU where there is one and on the CPU otherwise, verified against a dense product of the
+// pruned A, and timed against that dense product. The measuring is `spmma bench`'s, for one shape
+// and type: bench::run_gpu (cuBLASLt dense, device events) or bench::run_cpu (OpenBLAS sgemm dense,
+// double-precision reference).
+#include <algorithm>
+#include <cstdio>
 #include <iostream>
-#include <random>
+#include <optional>
+#include <string>
 
+#include "bench_cpu.hpp"
 #include "commands.hpp"
-#include "spmma/emulate.hpp"
 #include "spmma/error.hpp"
+#include "spmma/matmul.hpp"
 #include "spmma/sparse.hpp"
 #ifdef SPMMA_HAVE_CUDA
 #include "spmma/conform.hpp"
@@ -18,113 +24,120 @@ namespace spmma::cli {
 
 namespace {
 
-// The rows [r0, r0+rows) and compressed columns of dense k-range [k0, k0+kk) of a matrix.
-Compressed tile(const Compressed& c, int64_t r0, int64_t rows, int64_t k0, int64_t kk) {
-  Compressed t;
-  t.type = c.type, t.pattern = c.pattern, t.ordered = c.ordered;
-  t.rows = rows, t.cols = kk;
-  t.values = Matrix(c.type, rows, kk / 2);
-  t.metadata.assign(static_cast<size_t>(rows * t.meta_words_per_row()), 0);
-  const int chunk = pattern_info(c.pattern).chunk;
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t j = 0; j < kk / 2; ++j) t.values.at(r, j) = c.values.at(r0 + r, k0 / 2 + j);
-    for (int64_t ch = 0; ch < kk / chunk; ++ch) t.set_nibble(r, ch, c.nibble(r0 + r, k0 / chunk + ch));
-  }
-  return t;
+// The types with a dense baseline on both devices (cuBLAS has no dense GEMM for the others).
+constexpr ElemType kDemoTypes[] = {ElemType::bf16, ElemType::f16, ElemType::tf32, ElemType::e4m3, ElemType::s8};
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
 }
 
-Matrix sub(const Matrix& m, int64_t r0, int64_t rows, int64_t c0, int64_t cols) {
-  Matrix s(m.type, rows, cols);
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) s.at(r, c) = m.at(r0 + r, c0 + c);
-  return s;
+std::string tflops(double v) { return fmt(v >= 10 ? "%8.1f TFLOP/s" : "%8.4f TFLOP/s", v); }
+
+std::string bytes(double b) {
+  return b >= 1 << 20 ? fmt("%.1f MiB", b / (1 << 20)) : b >= 1 << 10 ? fmt("%.1f KiB", b / (1 << 10)) : fmt("%.0f B", b);
 }
 
 }  // namespace
 
 void register_demo(CLI::App& app) {
-  auto* cmd = app.add_subcommand("demo", "Prune, compress and multiply a random matrix through a sparse MMA; verify "
-                                         "against a dense product (and run conformance where a GPU exists)");
+  auto* cmd = app.add_subcommand("demo", "Prune, compress and multiply a random matrix with the matmul API (on the GPU "
+                                         "where there is one, else the CPU); verify against and time against dense");
   struct Opts {
-    int size = 128;
-    uint64_t seed = 7;
-    std::string ptx = "mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.bf16.bf16.f32";
+    std::string type = "bf16";
+    std::optional<int64_t> m, n, k;
+    std::optional<int> reps;
+    unsigned long long seed = 1;
+    bool cpu = false;
   };
   auto o = std::make_shared<Opts>();
-  cmd->add_option("--size", o->size, "M = N = K of the product (a multiple of 32; default 128)");
+  cmd->add_option("--type", o->type, "Type of A and B: bf16, f16, tf32, e4m3 or s8 (default bf16)");
+  cmd->add_option("--m", o->m, "Rows of A and D (default 4096 on the GPU, 512 on the CPU)");
+  cmd->add_option("--n", o->n, "Columns of B and D (default 4096 on the GPU, 512 on the CPU)");
+  cmd->add_option("--k", o->k, "Columns of A, rows of B (default 4096 on the GPU, 512 on the CPU)");
+  cmd->add_option("--reps", o->reps, "Timed runs, median reported (default 30 on the GPU after 5 warm-ups, 5 on the CPU after 1)");
   cmd->add_option("--seed", o->seed, "Seed of the random matrices");
-  cmd->add_option("--variant", o->ptx, "The warp-level sparse instruction to use");
+  cmd->add_flag("--cpu", o->cpu, "Run on the CPU even where a GPU exists");
   cmd->callback([o] {
-    const isa::Variant& v = isa::variant_or_throw(o->ptx);
-    if (!v.sparse() || v.wgmma() || v.scale)
-      fail(Status::invalid_argument, "demo: '" + v.id + "' is not a warp-level mma.sp form without block scaling");
-    const int64_t n = o->size;
-    if (n <= 0 || n % v.k != 0 || n % v.m != 0)
-      fail(Status::invalid_argument, "demo: --size " + std::to_string(n) + " must be a positive multiple of " +
-                                         std::to_string(std::max(v.k, v.m)));
-    std::mt19937_64 rng(o->seed);
-    std::normal_distribution<double> normal(0.0, 1.0);
-    Matrix dense(v.a, n, n), b(v.b, n, n), c(v.c, n, n);
-    for (auto& x : dense.bits) x = encode(v.a, normal(rng));
-    for (auto& x : b.bits) x = encode(v.b, normal(rng));
-    for (auto& x : c.bits) x = encode(v.c, normal(rng));
+    const ElemType t = parse_elem_type_or_throw(o->type);
+    if (std::find(std::begin(kDemoTypes), std::end(kDemoTypes), t) == std::end(kDemoTypes))
+      fail(Status::invalid_argument, "demo: --type " + o->type + " has no dense baseline to compare with; choose bf16, f16, tf32, e4m3 or s8");
+    if (o->reps && *o->reps < 1) fail(Status::invalid_argument, "demo: --reps " + std::to_string(*o->reps) + " must be at least 1");
 
-    std::cout << "spmma demo: D = A·B + C, " << n << "x" << n << "x" << n << ", A " << type_name(v.a) << " "
-              << pattern_info(v.meta->pattern).name << " sparse, instruction " << v.ptx << "\n";
-    const Matrix pruned = prune_magnitude(dense, v.meta->pattern);
-    const Compressed a = compress(pruned, v.meta->pattern, true);
-    std::cout << "  prune + compress: values " << a.value_bytes() << " B + metadata " << a.metadata_bytes()
-              << " B (dense A: " << n * n * type_info(v.a).bits / 8 << " B)\n";
-
-    // D, tile by tile: each 16 x 8 output tile accumulates over K in steps of the instruction.
-    const auto t0 = std::chrono::steady_clock::now();
-    Matrix d(v.d, n, n);
-    for (int64_t i = 0; i < n; i += v.m)
-      for (int64_t j = 0; j < n; j += v.n) {
-        emu::MatrixOperands ops;
-        ops.c = sub(c, i, v.m, j, v.n);
-        for (int64_t k = 0; k < n; k += v.k) {
-          ops.a_sparse = tile(a, i, v.m, k, v.k);
-          ops.b = sub(b, k, v.k, j, v.n);
-          ops.c = emu::execute_matrix(v, ops);
-        }
-        for (int64_t r = 0; r < v.m; ++r)
-          for (int64_t q = 0; q < v.n; ++q) d.at(i + r, j + q) = ops.c.at(r, q);
-      }
-    const double t_emu = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-
-    // The dense reference in double on the pruned A.
-    const auto t1 = std::chrono::steady_clock::now();
-    double num = 0, den = 0;
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        double acc = c.value(i, j);
-        for (int64_t k = 0; k < n; ++k) acc += pruned.value(i, k) * b.value(k, j);
-        num += (d.value(i, j) - acc) * (d.value(i, j) - acc);
-        den += acc * acc;
-      }
-    const double t_ref = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
-    const double rel = std::sqrt(num / den);
-    std::cout << "  emulated sparse product: " << t_emu * 1e3 << " ms on the CPU (dense double reference: "
-              << t_ref * 1e3 << " ms)\n";
-    std::cout << "  ||D - D_ref|| / ||D_ref|| = " << rel << (rel < 1e-6 ? "  (ok)" : "  (TOO LARGE)") << "\n";
-    if (!(rel < 1e-6)) throw CLI::RuntimeError(1);
-
+    // 1. The device: the GPU when one is usable (Device::automatic), else the CPU.
+    Handle h(o->cpu ? Device::cpu : Device::automatic);
+    const bool gpu = h.device() == Device::gpu;
+    std::string why = o->cpu ? "--cpu" : "built without CUDA";
 #ifdef SPMMA_HAVE_CUDA
-    std::string why;
-    if (conform::gpu_available(&why)) {
-      conform::Options co;
-      co.filter = v.ptx;
-      const conform::Report rep = conform::run(co);
-      for (const auto& r : rep.rows)
-        std::cout << "  GPU " << rep.device << ": " << r.id << ": " << r.trials << " trials, " << r.mismatches
-                  << " mismatches against the emulator\n";
-    } else {
-      std::cout << "  no GPU here (" << why << "): CPU only\n";
-    }
-#else
-    std::cout << "  built without CUDA: CPU only\n";
+    if (!gpu && !o->cpu && conform::gpu_available(&why)) why = "the GPU backend cannot use this GPU";
 #endif
+    const int64_t size = gpu ? 4096 : 512;
+    MatmulDesc desc;  // as bench::run_gpu / run_cpu describe it; checked here so that a bad size is named first
+    desc.m = o->m.value_or(size), desc.n = o->n.value_or(size), desc.k = o->k.value_or(size);
+    desc.a_type = desc.b_type = t;
+    desc.c_type = desc.d_type = bench::output_type(t);
+    desc.b_order = Order::col_major;
+    try {
+      desc.validate();
+    } catch (const Error& e) {
+      fail(e.code(), std::string("demo: --m/--n/--k/--type: ") + e.what());
+    }
+
+    // 2 and 3. Prune + compress, plan, run, verify and time: bench's machinery for one case.
+    bench::Options bo;
+    bo.shapes = {{desc.m, desc.n, desc.k}};
+    bo.types = {t};
+    bo.prune = true;
+    bo.seed = o->seed;
+    bo.warmup = gpu ? 5 : 1;
+    bo.reps = o->reps.value_or(gpu ? 30 : 5);
+    std::vector<bench::Row> rows;
+    if (gpu) {
+#ifdef SPMMA_HAVE_CUDA
+      rows = bench::run_gpu(bo);
+#endif
+    } else {
+      rows = bench::run_cpu(bo);
+    }
+    if (rows.size() != 1) fail(Status::internal, "demo: the bench returned " + std::to_string(rows.size()) + " results, not 1");
+    const bench::Row& r = rows[0];
+    if (r.checked_rows == 0)  // nothing was compared: the case failed, and its note says why
+      fail(Status::not_supported, "demo: " + (r.note.empty() ? std::string("the product was not verified") : r.note));
+
+    const Pattern pattern = pattern_for(t);
+    const double bound = bench::error_bound(bench::output_type(t));
+    const double dense_bytes = double(r.m) * r.k * memory_bits(t) / 8;
+    const double dense_ms = gpu ? r.cublas_ms : r.cpu_dense_ms;
+    const double dense_tflops = 2.0 * r.m * r.n * r.k / (dense_ms * 1e-3) / 1e12;
+    std::cout << "spmma demo on " << h.device_name() << (gpu ? ": GPU backend\n" : ": CPU backend (" + why + ")\n");
+    std::cout << "  D = A·B, M x N x K = " << r.m << " x " << r.n << " x " << r.k << ", A and B " << r.type
+              << " (B column-major), D " << r.d_type << "\n";
+    std::cout << "  prune     random dense A -> " << pattern_info(pattern).name << " by magnitude, on the "
+              << (gpu ? "GPU" : "CPU") << " (compress with PruneMode::magnitude)\n";
+    std::cout << "  compress  values " << bytes(double(r.value_bytes)) << " + metadata " << bytes(double(r.metadata_bytes))
+              << " (dense A " << bytes(dense_bytes) << ")\n";
+    std::cout << "  kernel    " << r.kernel << "\n";
+    std::cout << "  verify    against " << (gpu ? "cuBLAS dense on the same pruned A, every element"
+                                              : "a double-precision dense product on the pruned A, " +
+                                                    std::to_string(r.checked_rows) + " of " + std::to_string(r.m) + " rows")
+              << "\n";
+    std::cout << "            ||D - D_ref|| / ||D_ref|| = " << fmt("%.2e", r.rel_error) << ", worst element "
+              << fmt("%.2e", r.max_error) << " (bound " << (bound > 0 ? fmt("%.0e", bound) : "0, exact")
+              << "): " << (r.verified ? "ok" : "TOO LARGE") << "\n";
+    auto time_line = [](const std::string& label, double ms, double tf) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "%-26s%9.3f ms  %s\n", label.c_str(), ms, tflops(tf).c_str());
+      return std::string(buf);
+    };
+    std::cout << "  time      sparse  " << time_line("spmma Plan::run", r.spmma_ms, r.spmma_tflops);
+    std::cout << "            dense   "
+              << time_line(gpu ? "cuBLASLt " + r.type + ", same A" : "cblas_sgemm f32, same A", dense_ms, dense_tflops);
+    std::cout << "            sparse / dense speed: " << fmt("%.2fx", dense_ms / r.spmma_ms) << " (median of " << bo.reps
+              << " after " << bo.warmup << " warm-up" << (bo.warmup > 1 ? "s" : "")
+              << (gpu ? ", device events" : ", wall clock") << "; TFLOP/s = 2·M·N·K / time)\n";
+    if (!gpu) std::cout << "            (the CPU backend does not use the sparsity for speed; the tensor cores do)\n";
+    if (!r.verified) throw CLI::RuntimeError(1);
   });
 }
 

@@ -1,6 +1,8 @@
 // spmma bench, GPU: for each shape and type, a random A that already has its sparsity pattern
 // (so cuBLAS multiplies the very same matrix), B random, D = A·B by spmma and by cuBLASLt;
 // kernel time by device events (median), the call's end-to-end time by the host clock.
+// With Options::prune (`spmma demo`), A is dense random, compress() prunes it on the device, and
+// cuBLAS multiplies the host's prune_magnitude of the same A.
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
@@ -14,6 +16,8 @@
 #include "device_buffer.cuh"
 #include "spmma/error.hpp"
 #include "spmma/matmul.hpp"
+#include "spmma/matrix.hpp"
+#include "spmma/sparse.hpp"
 
 namespace spmma::bench {
 namespace {
@@ -84,19 +88,19 @@ __global__ void fill_dense(uint8_t* b, int64_t n, int bits, int exp_bits, int ma
   }
 }
 
-struct TypeSetup {
-  ElemType a, cd;
+struct TypeSetup {  // D's type: output_type(a)
+  ElemType a;
   cudaDataType_t cu_ab, cu_cd, cu_scale;
   cublasComputeType_t compute;
 };
 
 std::optional<TypeSetup> setup_for(ElemType t) {
   switch (t) {
-    case ElemType::bf16: return TypeSetup{t, ElemType::bf16, CUDA_R_16BF, CUDA_R_16BF, CUDA_R_32F, CUBLAS_COMPUTE_32F};
-    case ElemType::f16: return TypeSetup{t, ElemType::f16, CUDA_R_16F, CUDA_R_16F, CUDA_R_32F, CUBLAS_COMPUTE_32F};
-    case ElemType::tf32: return TypeSetup{t, ElemType::f32, CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32};
-    case ElemType::e4m3: return TypeSetup{t, ElemType::bf16, CUDA_R_8F_E4M3, CUDA_R_16BF, CUDA_R_32F, CUBLAS_COMPUTE_32F};
-    case ElemType::s8: return TypeSetup{t, ElemType::s32, CUDA_R_8I, CUDA_R_32I, CUDA_R_32I, CUBLAS_COMPUTE_32I};
+    case ElemType::bf16: return TypeSetup{t, CUDA_R_16BF, CUDA_R_16BF, CUDA_R_32F, CUBLAS_COMPUTE_32F};
+    case ElemType::f16: return TypeSetup{t, CUDA_R_16F, CUDA_R_16F, CUDA_R_32F, CUBLAS_COMPUTE_32F};
+    case ElemType::tf32: return TypeSetup{t, CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32};
+    case ElemType::e4m3: return TypeSetup{t, CUDA_R_8F_E4M3, CUDA_R_16BF, CUDA_R_32F, CUBLAS_COMPUTE_32F};
+    case ElemType::s8: return TypeSetup{t, CUDA_R_8I, CUDA_R_32I, CUDA_R_32I, CUBLAS_COMPUTE_32I};
     default: return std::nullopt;
   }
 }
@@ -181,7 +185,8 @@ std::vector<Row> run_gpu(const Options& o) {
       r.type = std::string(type_name(t));
       r.backend = "gpu";
       const auto ts = setup_for(t);
-      const ElemType cd = ts ? ts->cd : ElemType::s32;
+      const ElemType cd = output_type(t);
+      r.d_type = std::string(type_name(cd));
       MatmulDesc d;
       d.m = r.m, d.n = r.n, d.k = r.k;
       d.a_type = d.b_type = t;
@@ -192,19 +197,34 @@ std::vector<Row> run_gpu(const Options& o) {
         r.kernel = plan.describe();
         const TypeInfo& ti = type_info(t);
         const int bits = memory_bits(t);
-        const PatternInfo& pi = pattern_info((t == ElemType::s4 || t == ElemType::u4) ? Pattern::p4_8_pairs : pattern_for(t));
+        const Pattern pattern = (t == ElemType::s4 || t == ElemType::u4) ? Pattern::p4_8_pairs : pattern_for(t);
+        const PatternInfo& pi = pattern_info(pattern);
         Buf a(static_cast<size_t>(r.m * r.k * bits / 8)), b(static_cast<size_t>(r.k * r.n * bits / 8));
         const int cb = cd == ElemType::f32 || cd == ElemType::s32 ? 4 : 2;
         Buf d1(static_cast<size_t>(r.m * r.n * cb)), d2(static_cast<size_t>(r.m * r.n * cb));
         Buf ws(plan.workspace_bytes());  // split K's partial sums, where the plan uses it
         const int man = t == ElemType::tf32 ? 23 : ti.man_bits, ex = t == ElemType::tf32 ? 8 : ti.exp_bits,
                   bias = t == ElemType::tf32 ? 127 : ti.bias;
-        fill_sparse<<<1024, 256, 0, stream>>>(static_cast<uint8_t*>(a.ptr), r.m, r.k, bits, ex, man, bias, ti.is_float, pi.chunk,
-                                              pi.kept, pi.group, o.seed, t == ElemType::tf32);
+        if (o.prune)
+          fill_dense<<<1024, 256, 0, stream>>>(static_cast<uint8_t*>(a.ptr), r.m * r.k, bits, ex, man, bias, ti.is_float,
+                                               o.seed + 2, t == ElemType::tf32);
+        else
+          fill_sparse<<<1024, 256, 0, stream>>>(static_cast<uint8_t*>(a.ptr), r.m, r.k, bits, ex, man, bias, ti.is_float,
+                                                pi.chunk, pi.kept, pi.group, o.seed, t == ElemType::tf32);
         fill_dense<<<1024, 256, 0, stream>>>(static_cast<uint8_t*>(b.ptr), r.k * r.n, bits, ex, man, bias, ti.is_float,
                                              o.seed + 1, t == ElemType::tf32);
         check(cudaGetLastError(), "fill");
-        SparseMatrix sa = compress(h, d, a.ptr, r.k, 0, PruneMode::check, stream);
+        SparseMatrix sa = compress(h, d, a.ptr, r.k, 0, o.prune ? PruneMode::magnitude : PruneMode::check, stream);
+        r.value_bytes = sa.value_bytes(), r.metadata_bytes = sa.metadata_bytes();
+        if (o.prune) {  // the dense baseline multiplies the host's pruning of the same A
+          check(cudaStreamSynchronize(stream), "compress");
+          std::vector<uint8_t> host = a.download();
+          Matrix dense(t, r.m, r.k);
+          for (int64_t i = 0; i < r.m * r.k; ++i) dense.bits[static_cast<size_t>(i)] = load_element(host.data(), i, bits);
+          const Matrix pruned = prune_magnitude(dense, pattern);
+          for (int64_t i = 0; i < r.m * r.k; ++i) store_element(host.data(), i, bits, pruned.bits[static_cast<size_t>(i)]);
+          check(cudaMemcpy(a.ptr, host.data(), host.size(), cudaMemcpyHostToDevice), "upload pruned A");
+        }
         check(cudaMemsetAsync(d1.ptr, 0xA5, r.m * r.n * cb, stream), "poison");
         std::vector<double> ktimes, calls;
         for (int i = 0; i < o.warmup + o.reps; ++i) {
@@ -247,16 +267,18 @@ std::vector<Row> run_gpu(const Options& o) {
             check(cudaMemcpy(h2.data(), d2.ptr, h2.size(), cudaMemcpyDeviceToHost), "download");
             double scale = 0;
             for (int64_t i = 0; i < r.m * r.n; ++i) scale = std::max(scale, std::fabs(elem_value(h2.data(), i, cd)));
-            double worst = 0;
+            double worst = 0, num = 0, den = 0;
             bool finite = true;
             for (int64_t i = 0; i < r.m * r.n; ++i) {
               const double x = elem_value(h1.data(), i, cd), y = elem_value(h2.data(), i, cd);
               finite &= std::isfinite(x);
               worst = std::max(worst, std::fabs(x - y) / (std::fabs(y) + 1e-2 * scale + 1e-30));
+              num += (x - y) * (x - y), den += y * y;
             }
             r.max_error = worst;
-            const double bound = cd == ElemType::s32 ? 0.0 : cd == ElemType::f32 ? 1e-3 : 2e-2;
-            r.verified = finite && worst <= bound;
+            r.rel_error = std::sqrt(num / (den + 1e-300));
+            r.checked_rows = r.m;
+            r.verified = finite && worst <= error_bound(cd);
           } else {
             r.note = g.why;
           }

@@ -1,0 +1,75 @@
+// `spmma demo` (the README's main job), run as a user would, on the CPU path (--cpu) at small
+// sizes: every type verifies and prints both times; bad arguments are named.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef SPMMA_CLI_PATH
+#error "SPMMA_CLI_PATH must name the spmma binary"
+#endif
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p);
+  std::ostringstream os;
+  os << f.rdbuf();
+  return os.str();
+}
+
+Result demo(const std::string& args) {
+  const fs::path dir = fs::temp_directory_path() / ("spmma_demo_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const fs::path out = dir / "out.txt", err = dir / "err.txt";
+  const std::string cmd = std::string("'") + SPMMA_CLI_PATH + "' demo " + args + " >'" + out.string() + "' 2>'" + err.string() + "'";
+  const int st = std::system(cmd.c_str());
+  Result r{WIFEXITED(st) ? WEXITSTATUS(st) : -1, slurp(out), slurp(err)};
+  fs::remove_all(dir);
+  return r;
+}
+
+TEST(CliDemo, EveryTypeVerifiesAndIsTimedAgainstDense) {
+  for (const char* t : {"bf16", "f16", "tf32", "e4m3", "s8"}) {
+    SCOPED_TRACE(t);
+    const Result r = demo(std::string("--cpu --reps 1 --m 40 --n 24 --k 256 --type ") + t);
+    EXPECT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("CPU backend (--cpu)"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("M x N x K = 40 x 24 x 256, A and B " + std::string(t)), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("40 of 40 rows"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("): ok"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("spmma Plan::run"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("cblas_sgemm"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("sparse / dense speed"), std::string::npos) << r.out;
+  }
+}
+
+TEST(CliDemo, BadArgumentsAreNamed) {
+  Result r = demo("--cpu --type u8");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--type u8"), std::string::npos) << r.err;
+  r = demo("--cpu --k 100");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("MatmulDesc.k = 100"), std::string::npos) << r.err;
+  r = demo("--cpu --m 0");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("MatmulDesc.m = 0"), std::string::npos) << r.err;
+  r = demo("--cpu --reps 0");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--reps 0"), std::string::npos) << r.err;
+}
+
+}  // namespace

@@ -1,0 +1,143 @@
+// spmma bench on the CPU (tools/bench_cpu.hpp).
+#include "bench_cpu.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <random>
+#include <string>
+
+#include "spmma/error.hpp"
+#include "spmma/matmul.hpp"
+#include "spmma/matrix.hpp"
+#include "spmma/sparse.hpp"
+
+namespace spmma::bench {
+
+namespace {
+
+// The median wall time of f() in ms, over `reps` calls after `warmup` calls.
+template <class F>
+double median_ms(int warmup, int reps, F&& f) {
+  std::vector<double> t;
+  for (int i = 0; i < warmup + std::max(reps, 1); ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (i >= warmup) t.push_back(ms);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+std::vector<uint8_t> to_memory(const Matrix& m) {
+  const int bits = memory_bits(m.type);
+  std::vector<uint8_t> out(static_cast<size_t>((m.rows * m.cols * bits + 7) / 8));
+  for (int64_t i = 0; i < m.rows * m.cols; ++i) store_element(out.data(), i, bits, m.bits[static_cast<size_t>(i)]);
+  return out;
+}
+
+std::vector<float> to_f32(const Matrix& m) {
+  std::vector<float> out(m.bits.size());
+  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(decode(m.type, m.bits[i]));
+  return out;
+}
+
+Row run_case(const Options& o, ElemType t, const std::array<int64_t, 3>& shape, std::mt19937_64& rng) {
+  Row r;
+  r.m = shape[0], r.n = shape[1], r.k = shape[2];
+  r.type = std::string(type_name(t));
+  r.backend = "cpu";
+  const ElemType cd = output_type(t);
+  r.d_type = std::string(type_name(cd));
+  try {
+    Handle h(Device::cpu);
+    MatmulDesc d;
+    d.m = r.m, d.n = r.n, d.k = r.k;
+    d.a_type = d.b_type = t;
+    d.c_type = d.d_type = cd;
+    d.b_order = Order::col_major;  // B as N x K, K contiguous (x @ W.T), as on the GPU
+    Plan plan(h, d);
+    r.kernel = plan.describe();
+
+    // A and B: normal values for float types, any bit pattern for integers (as on the GPU).
+    const bool is_float = type_info(t).is_float;
+    std::normal_distribution<double> nd(0.0, 1.0);
+    auto fill = [&](Matrix& m) {
+      for (auto& x : m.bits) x = is_float ? encode(t, nd(rng)) : rng() & ((1ull << type_info(t).bits) - 1);
+    };
+    const Pattern pattern = (t == ElemType::s4 || t == ElemType::u4) ? Pattern::p4_8_pairs : pattern_for(t);
+    Matrix a(t, r.m, r.k), b(t, r.n, r.k);  // b: B column-major = N x K row-major
+    fill(a), fill(b);
+    const Matrix pruned = prune_magnitude(a, pattern);
+    const std::vector<uint8_t> a_mem = to_memory(o.prune ? a : pruned), b_mem = to_memory(b);
+    const SparseMatrix sa = compress(h, d, a_mem.data(), 0, 0, o.prune ? PruneMode::magnitude : PruneMode::check);
+    r.value_bytes = sa.value_bytes(), r.metadata_bytes = sa.metadata_bytes();
+
+    const int cb = memory_bits(cd) / 8;
+    std::vector<uint8_t> out(static_cast<size_t>(r.m * r.n * cb));
+    std::vector<uint8_t> ws(plan.workspace_bytes());
+    r.spmma_ms = median_ms(o.warmup, o.reps, [&] {
+      plan.run(sa, b_mem.data(), nullptr, out.data(), 1.f, 0.f, nullptr, ws.empty() ? nullptr : ws.data());
+    });
+    r.spmma_call_us = r.spmma_ms * 1e3;
+    const double flops = 2.0 * r.m * r.n * r.k;
+    r.spmma_tflops = flops / (r.spmma_ms * 1e-3) / 1e12;
+
+    // The dense baseline: the same pruned A and B in f32, multiplied by OpenBLAS.
+    const std::vector<float> af = to_f32(pruned), bf = to_f32(b);
+    std::vector<float> df(static_cast<size_t>(r.m * r.n));
+    r.cpu_dense_ms = median_ms(o.warmup, o.reps, [&] {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(r.m), static_cast<int>(r.n),
+                  static_cast<int>(r.k), 1.f, af.data(), static_cast<int>(r.k), bf.data(), static_cast<int>(r.k), 0.f,
+                  df.data(), static_cast<int>(r.n));
+    });
+    r.cpu_dense_tflops = flops / (r.cpu_dense_ms * 1e-3) / 1e12;
+
+    // Verify D against a double-precision product of the pruned A, on (evenly spread) rows.
+    const int64_t budget = int64_t{1} << 28;
+    r.checked_rows = std::clamp<int64_t>(budget / (r.n * r.k), std::min<int64_t>(r.m, 16), r.m);
+    std::vector<double> ref(static_cast<size_t>(r.checked_rows * r.n)), got(ref.size()), arow(static_cast<size_t>(r.k));
+    std::vector<double> bd(bf.begin(), bf.end());  // every f16, bf16, tf32, fp8, s8 value is exact in f32
+    for (int64_t s = 0; s < r.checked_rows; ++s) {
+      const int64_t i = s * r.m / r.checked_rows;
+      for (int64_t q = 0; q < r.k; ++q) arow[static_cast<size_t>(q)] = af[static_cast<size_t>(i * r.k + q)];
+      for (int64_t j = 0; j < r.n; ++j) {
+        const double* bj = bd.data() + j * r.k;
+        double acc = 0;
+        for (int64_t q = 0; q < r.k; ++q) acc += arow[static_cast<size_t>(q)] * bj[q];
+        ref[static_cast<size_t>(s * r.n + j)] = acc;
+        got[static_cast<size_t>(s * r.n + j)] = decode(cd, load_element(out.data(), i * r.n + j, memory_bits(cd)));
+      }
+    }
+    double scale = 0, worst = 0, num = 0, den = 0;
+    bool finite = true;
+    for (double y : ref) scale = std::max(scale, std::fabs(y));
+    for (size_t e = 0; e < ref.size(); ++e) {
+      const double x = got[e], y = ref[e];
+      finite &= std::isfinite(x);
+      worst = std::max(worst, std::fabs(x - y) / (std::fabs(y) + 1e-2 * scale + 1e-30));
+      num += (x - y) * (x - y), den += y * y;
+    }
+    r.max_error = worst;
+    r.rel_error = std::sqrt(num / (den + 1e-300));
+    r.verified = finite && worst <= error_bound(cd);
+  } catch (const Error& e) {
+    r.note = e.what();
+  }
+  return r;
+}
+
+}  // namespace
+
+std::vector<Row> run_cpu(const Options& o) {
+  std::vector<Row> rows;
+  std::mt19937_64 rng(o.seed);
+  for (ElemType t : o.types)
+    for (const auto& sh : o.shapes) rows.push_back(run_case(o, t, sh, rng));
+  return rows;
+}
+
+}  // namespace spmma::bench

@@ -1,0 +1,21 @@
+// spmma bench on the CPU: the CPU backend of the matmul API against a dense f32 product
+// (cblas_sgemm, OpenBLAS) of the same pruned A. The CPU counterpart of bench::run_gpu
+// (src/cuda/bench/bench_gpu.hpp), filling the same Row; used by `spmma bench` and `spmma demo`.
+#pragma once
+#include <vector>
+
+#include "cuda/bench/bench_gpu.hpp"
+
+namespace spmma::bench {
+
+// For each type and shape: A random (Options::prune: dense, pruned by compress(PruneMode::
+// magnitude); else pruned on the host first and compressed with PruneMode::check), B random
+// column-major, D = A·B of type output_type(type) by Plan::run, timed on the host clock (median
+// of o.reps after o.warmup). Verified against a double-precision product of the host's
+// prune_magnitude of A, on every row where M·N·K <= 2^28, else on evenly spread rows (Row::
+// max_error and rel_error as on the GPU, bound error_bound(D's type)); the dense baseline is
+// cblas_sgemm on that pruned A and B decoded to f32 (cpu_dense_ms, cpu_dense_tflops). A case that
+// fails leaves its error in Row::note.
+std::vector<Row> run_cpu(const Options& o);
+
+}  // namespace spmma::bench
