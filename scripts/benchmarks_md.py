@@ -22,7 +22,7 @@ def main(path):
         sp = r["spmma_tflops"]
         print(f"| {r['m']} | {r['n']} | {r['k']} | {r['type']} | {f(sp)} | {f(cb)} | {f(cs)} | "
               f"{f(sp / cb if cb else None, 2)} | {f(sp / cs if cs else None, 2)} | {f(r['spmma_call_us'])} | "
-              f"{'yes' if r['verified'] else 'NO'} |")
+              f"{'yes' if r['verified'] else ('n/a' if r.get('note') else 'NO')} |")
 
 
 if __name__ == "__main__":
