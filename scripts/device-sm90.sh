@@ -14,7 +14,7 @@ shapes=${SHAPES:-8192x8192x8192,4096x16x4096,4096x128x4096,14336x2048x4096}
 for cfg in ${CONFIGS:-default:}; do
   label=${cfg%%:*}; vars=${cfg#*:}
   echo "== bench $label ($vars) types ${TYPES:-bf16,e4m3}"
-  env ${vars//,/ } timeout 200 .devbin/spmma bench --types ${TYPES:-bf16,e4m3} --shapes $shapes --reps ${REPS:-20} \
+  env ${vars//,/ } timeout 200 .devbin/spmma bench --types ${TYPES:-bf16,e4m3} --shapes $shapes --reps ${REPS:-20} ${BENCH_ARGS:-} \
     --json-out "$out/bench_$label.json" 2>&1 | grep -v "^spmma bench on\|^shape" | tee "$out/bench_$label.txt"
 done
 if [ -n "${NCU:-}" ]; then

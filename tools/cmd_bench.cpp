@@ -22,7 +22,7 @@ struct BenchRow {
   int64_t m, n, k;
   std::string type, backend, kernel, note;
   bool verified = false;
-  double max_error = 0, spmma_ms = 0, spmma_call_us = 0, spmma_tflops = 0, dense_ms = 0;
+  double max_error = 0, spmma_ms = 0, spmma_call_us = 0, spmma_host_us = 0, spmma_tflops = 0, dense_ms = 0;
   std::optional<double> cublas_tflops, cusparselt_tflops, cpu_dense_tflops;
 };
 
@@ -50,7 +50,7 @@ void register_bench(CLI::App& app) {
   auto* cmd = app.add_subcommand("bench", "Time spmma's sparse matmul against cuBLAS dense (and cuSPARSELt where given)");
   struct Opts {
     std::string shapes, types = "bf16,e4m3", cusparselt, json_out;
-    bool json = false, cpu = false;
+    bool json = false, cpu = false, fast_accum = false;
     int reps = 30;
   };
   auto o = std::make_shared<Opts>();
@@ -64,6 +64,9 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--json-out", o->json_out, "Also write the JSON array to this file");
   cmd->add_flag("--json", o->json, "Print one JSON array, one object per shape and type");
   cmd->add_flag("--cpu", o->cpu, "Run the CPU path even where a GPU exists");
+  cmd->add_flag("--fp8-fast-accum", o->fast_accum,
+                "fp8: keep the sums in the tensor cores' fp8 accumulator (MatmulDesc::fast_accumulation) and give "
+                "cuBLAS CUBLASLT_MATMUL_DESC_FAST_ACCUM; faster, fewer bits");
   cmd->callback([o] {
     std::vector<ElemType> types;
     {
@@ -90,6 +93,7 @@ void register_bench(CLI::App& app) {
     bo.shapes = shapes;
     bo.types = types;
     bo.reps = o->reps;
+    bo.fast_accum = o->fast_accum;
     std::vector<bench::Row> measured;
     std::string device;
     if (gpu) {
@@ -108,6 +112,7 @@ void register_bench(CLI::App& app) {
     for (const auto& r : measured) {
       BenchRow x{r.m, r.n, r.k, r.type, r.backend, r.kernel, r.note};
       x.verified = r.verified, x.max_error = r.max_error, x.spmma_ms = r.spmma_ms, x.spmma_call_us = r.spmma_call_us;
+      x.spmma_host_us = r.spmma_host_us;
       x.spmma_tflops = r.spmma_tflops, x.cublas_tflops = r.cublas_tflops, x.cpu_dense_tflops = r.cpu_dense_tflops;
       x.dense_ms = gpu ? r.cublas_ms : r.cpu_dense_ms;
       rows.push_back(x);
@@ -127,10 +132,11 @@ void register_bench(CLI::App& app) {
     for (const auto& r : rows)
       arr.push_back({{"m", r.m}, {"n", r.n}, {"k", r.k}, {"type", r.type}, {"backend", r.backend}, {"device", device},
                      {"verified", r.verified}, {"max_error", r.max_error}, {"spmma_ms", r.spmma_ms},
-                     {"spmma_call_us", r.spmma_call_us}, {"spmma_tflops", r.spmma_tflops},
+                     {"spmma_call_us", r.spmma_call_us}, {"spmma_host_us", r.spmma_host_us}, {"spmma_tflops", r.spmma_tflops},
                      {"cublas_tflops", opt(r.cublas_tflops)}, {"cusparselt_tflops", opt(r.cusparselt_tflops)},
                      {"cpu_dense_tflops", opt(r.cpu_dense_tflops)},
-                     {"kernel", r.kernel}, {"note", r.note}});
+                     {"kernel", r.kernel}, {"note", r.note},
+                     {"fast_accum", o->fast_accum}});
     if (!o->json_out.empty()) std::ofstream(o->json_out) << arr.dump(1) << "\n";
     if (o->json) {
       std::cout << arr.dump(1) << "\n";
@@ -139,7 +145,7 @@ void register_bench(CLI::App& app) {
     std::cout << "spmma bench on " << device << " (TFLOP/s dense-equivalent, 2·M·N·K / kernel time)\n";
     std::cout << std::left << std::setw(22) << "shape MxNxK" << std::setw(6) << "type" << std::right << std::setw(10) << "spmma"
               << std::setw(10) << "cuBLAS" << std::setw(12) << "cuSPARSELt" << std::setw(10) << "vs dense" << std::setw(10)
-              << "vs cSLt" << std::setw(12) << "call us" << std::setw(10) << "verified" << "\n";
+              << "vs cSLt" << std::setw(12) << "call us" << std::setw(10) << "host us" << std::setw(10) << "verified" << "\n";
     for (const auto& r : rows) {
       std::ostringstream shape;
       shape << r.m << "x" << r.n << "x" << r.k;
@@ -155,7 +161,8 @@ void register_bench(CLI::App& app) {
       col(r.cusparselt_tflops, 12);
       col(r.cublas_tflops ? std::optional<double>(r.spmma_tflops / *r.cublas_tflops) : std::nullopt, 10);
       col(r.cusparselt_tflops ? std::optional<double>(r.spmma_tflops / *r.cusparselt_tflops) : std::nullopt, 10);
-      std::cout << std::setw(12) << std::setprecision(1) << r.spmma_call_us << std::setw(10) << (r.verified ? "yes" : "NO");
+      std::cout << std::setw(12) << std::setprecision(1) << r.spmma_call_us << std::setw(10) << r.spmma_host_us
+                << std::setw(10) << (r.verified ? "yes" : "NO");
       if (!r.note.empty()) std::cout << "   " << r.note;
       std::cout << "\n";
     }

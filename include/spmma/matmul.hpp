@@ -42,6 +42,12 @@ struct MatmulDesc {
   bool a_per_batch = false;                          // false: one A for the whole batch
   Activation activation = Activation::none;
   bool bias = false;
+  // fp8 (e4m3/e5m2) on the Hopper (sm90) kernel only: keep the sum in the tensor cores' own fp8
+  // accumulator over the whole K, as cuBLASLt's CUBLASLT_MATMUL_DESC_FAST_ACCUM does. Faster,
+  // but that accumulator keeps fewer bits than f32 (error up to about 2^-9 of Σ|a·b|,
+  // docs/conformance.md); the default adds every 2 instructions into f32 ("promotion").
+  // Ignored by every other type and kernel (their sums are f32 or exact already).
+  bool fast_accumulation = false;
 
   // Throws naming the first field that is wrong and its value: invalid_argument for a shape,
   // leading dimension, stride or enum value; not_supported for a type combination spmma does

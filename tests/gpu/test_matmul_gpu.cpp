@@ -65,6 +65,7 @@ struct Case {
   Activation act = Activation::none;
   bool bias = false;
   float alpha = 1.f, beta = 0.f;
+  bool fast = false;  // MatmulDesc::fast_accumulation
 };
 
 void run_case(const Case& cs, Handle& h, std::mt19937_64& rng) {
@@ -77,6 +78,7 @@ void run_case(const Case& cs, Handle& h, std::mt19937_64& rng) {
   d.b_order = cs.b_order, d.cd_order = cs.cd_order;
   d.batch = cs.batch, d.a_per_batch = cs.a_per_batch;
   d.activation = cs.act, d.bias = cs.bias;
+  d.fast_accumulation = cs.fast;
   const int64_t na = cs.a_per_batch ? cs.batch : 1;
   // Host data: A pruned and compressed, B, C, bias.
   std::vector<Compressed> comp;
@@ -224,6 +226,9 @@ TEST_F(MatmulGpu, SplitKAndTileEdges) {
       {ElemType::tf32, ElemType::tf32, ElemType::f32, 192, 100, 256},    // 128-wide tile, edges
   };
   for (const Case& c : cases) run_case(c, h, rng);
+  Case fast{ElemType::e4m3, ElemType::e4m3, ElemType::f32, 256, 300, 1024};  // fp8 fast accumulation: 256-wide tile
+  fast.fast = true;
+  run_case(fast, h, rng);
   Case c{ElemType::bf16, ElemType::bf16, ElemType::f32, 200, 12, 4096};  // split K with every epilogue feature
   c.batch = 2, c.a_per_batch = true, c.cd_order = Order::col_major, c.b_order = Order::row_major;
   c.alpha = 0.5f, c.beta = 1.5f, c.bias = true, c.act = Activation::gelu;

@@ -285,11 +285,16 @@ struct GpuKernel final : Kernel {
     return splits > 1 ? static_cast<size_t>(splits) * desc.batch * m_pad * desc.n * 4 : 0;
   }
   size_t workspace_bytes() const override { return transposed_b_bytes() + partial_bytes(); }
+  bool fast_fp8() const { return desc.fast_accumulation && wgmma && wgmma->launch_fast; }
   std::string describe() const override {
     const std::string b = transpose_b ? ", B transposed into the workspace" : "";
     if (wgmma)
       return std::string("sm90 wgmma.sp kernel: ") + sm90::variant_at(*wgmma, block_n) + ", " +
-             sm90::describe_tile(block_n) + (splits > 1 ? ", split K in " + std::to_string(splits) : "") + b +
+             sm90::describe_tile(block_n) + (splits > 1 ? ", split K in " + std::to_string(splits) : "") +
+             (wgmma->launch_fast ? (fast_fp8() ? ", fp8 sums in the tensor cores (fast_accumulation)"
+                                               : ", fp8 sums promoted to f32 every 2 instructions")
+                                 : "") +
+             b +
              " (the sm80 kernel runs a B that TMA cannot read)";
     return std::string("sm80 mma.sp kernel: ") + instr->variant + ", CTA tile " + std::to_string(sm80::kBlockM) + "x" +
            std::to_string(sm80::CtaTile::kBlockN) + ", " + std::to_string(sm80::kStages) + " stages, " +
@@ -349,7 +354,7 @@ struct GpuKernel final : Kernel {
     p.splits = splits, p.stages_per_split = splits > 1 ? stages_per_split : 1 << 30;
     p.partial = splits > 1 ? static_cast<uint8_t*>(workspace) + transposed_b_bytes() : nullptr;
     if (wgmma && sm90::tma_unsupported(p, b_bits).empty())
-      sm90::launch(*wgmma, block_n, st.a_maps(p), b_map_for(p), p, s);
+      sm90::launch(*wgmma, fast_fp8(), block_n, st.a_maps(p), b_map_for(p), p, s);
     else
       instr->launch(p, s);
     check(cudaGetLastError(), "launch of the sparse GEMM kernel");
@@ -402,7 +407,7 @@ struct GpuBackend final : Backend {
     else if (!k.transpose_b && ldb * k.b_bits / 8 % 16) k.sm80_why = "B's leading dimension is not a multiple of 16 bytes";
     else {
       k.wgmma = w;
-      k.block_n = sm90::choose_block_n(*w, k.desc.n);
+      k.block_n = sm90::choose_block_n(*w, k.desc.n, k.desc.fast_accumulation);
       choose_splits(k, isa::variant_or_throw(w->variant).k);
     }
   }

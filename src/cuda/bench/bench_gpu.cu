@@ -121,9 +121,13 @@ struct CublasGemm {
   bool ok = false;
   std::string why;
 
-  CublasGemm(const TypeSetup& ts, int64_t m, int64_t n, int64_t k) {
+  CublasGemm(const TypeSetup& ts, int64_t m, int64_t n, int64_t k, bool fast_accum = false) {
     ckb(cublasLtCreate(&h), "cublasLtCreate");
     ckb(cublasLtMatmulDescCreate(&op, ts.compute, ts.cu_scale), "cublasLtMatmulDescCreate");
+    if (fast_accum) {
+      const int8_t on = 1;
+      ckb(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &on, sizeof on), "FAST_ACCUM");
+    }
     const cublasOperation_t t = CUBLAS_OP_T, nn = CUBLAS_OP_N;
     ckb(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t), "TRANSA");
     ckb(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &nn, sizeof nn), "TRANSB");
@@ -192,6 +196,7 @@ std::vector<Row> run_gpu(const Options& o) {
       d.a_type = d.b_type = t;
       d.c_type = d.d_type = cd;
       d.b_order = Order::col_major;
+      d.fast_accumulation = o.fast_accum;
       try {
         Plan plan(h, d);
         r.kernel = plan.describe();
@@ -226,12 +231,14 @@ std::vector<Row> run_gpu(const Options& o) {
           check(cudaMemcpy(a.ptr, host.data(), host.size(), cudaMemcpyHostToDevice), "upload pruned A");
         }
         check(cudaMemsetAsync(d1.ptr, 0xA5, r.m * r.n * cb, stream), "poison");
-        std::vector<double> ktimes, calls;
+        std::vector<double> ktimes, calls, hosts;
         for (int i = 0; i < o.warmup + o.reps; ++i) {
           check(cudaStreamSynchronize(stream), "sync");
           const auto h0 = std::chrono::steady_clock::now();
           check(cudaEventRecord(e0, stream), "event");
+          const auto r0 = std::chrono::steady_clock::now();
           plan.run(sa, b.ptr, nullptr, d1.ptr, 1.f, 0.f, nullptr, ws.ptr, stream);
+          const auto r1 = std::chrono::steady_clock::now();
           check(cudaEventRecord(e1, stream), "event");
           check(cudaStreamSynchronize(stream), "spmma run");
           const auto h1 = std::chrono::steady_clock::now();
@@ -240,14 +247,16 @@ std::vector<Row> run_gpu(const Options& o) {
           if (i >= o.warmup) {
             ktimes.push_back(ms);
             calls.push_back(std::chrono::duration<double, std::micro>(h1 - h0).count());
+            hosts.push_back(std::chrono::duration<double, std::micro>(r1 - r0).count());
           }
         }
         r.spmma_ms = median(ktimes);
         r.spmma_call_us = median(calls);
+        r.spmma_host_us = median(hosts);
         const double flops = 2.0 * r.m * r.n * r.k;
         r.spmma_tflops = flops / (r.spmma_ms * 1e-3) / 1e12;
         if (ts) {
-          CublasGemm g(*ts, r.m, r.n, r.k);
+          CublasGemm g(*ts, r.m, r.n, r.k, o.fast_accum && (t == ElemType::e4m3 || t == ElemType::e5m2));
           if (g.ok) {
             std::vector<double> ct;
             for (int i = 0; i < o.warmup + o.reps; ++i) {
@@ -278,7 +287,11 @@ std::vector<Row> run_gpu(const Options& o) {
             r.max_error = worst;
             r.rel_error = std::sqrt(num / (den + 1e-300));
             r.checked_rows = r.m;
-            r.verified = finite && worst <= error_bound(cd);
+            // Fast fp8 accumulation (both sides keep fp8-width sums): checked to 25%, which still
+            // catches a wrong element (a misread metadata nibble or tile gives errors of order 1).
+            const bool fast8 = o.fast_accum && (t == ElemType::e4m3 || t == ElemType::e5m2);
+            r.verified = finite && worst <= (fast8 ? 0.25 : error_bound(cd));
+            if (fast8) r.note = "fast fp8 accumulation: checked to 25%";
           } else {
             r.note = g.why;
           }

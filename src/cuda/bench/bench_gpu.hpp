@@ -23,6 +23,7 @@ struct Row {
   size_t value_bytes = 0, metadata_bytes = 0;  // the compressed A
   double spmma_ms = 0, cublas_ms = 0;            // kernel time (device events), median
   double spmma_call_us = 0;                       // end-to-end call (host clock, launch to sync), median
+  double spmma_host_us = 0;                       // host time inside Plan::run (enqueue only; GPU), median
   double spmma_tflops = 0;                        // dense-equivalent 2·M·N·K / time
   std::optional<double> cublas_tflops, cusparselt_tflops;
   double cpu_dense_ms = 0;                        // CPU: cblas_sgemm (f32) on the same pruned A, median
@@ -40,6 +41,8 @@ struct Options {
   // dense random, pruned by compress(PruneMode::magnitude), and the dense baseline multiplies
   // prune_magnitude of it (the host's pruning).
   bool prune = false;
+  // fp8: MatmulDesc::fast_accumulation for spmma and CUBLASLT_MATMUL_DESC_FAST_ACCUM for cuBLAS.
+  bool fast_accum = false;
 };
 
 // D's type for A/B of type t (as cuBLAS computes the dense baseline): f16 -> f16, bf16 -> bf16,

@@ -20,6 +20,10 @@ void launch_e4m3_e4m3(int, const Maps&, const gemm::Params&, cudaStream_t);
 void launch_e4m3_e5m2(int, const Maps&, const gemm::Params&, cudaStream_t);
 void launch_e5m2_e4m3(int, const Maps&, const gemm::Params&, cudaStream_t);
 void launch_e5m2_e5m2(int, const Maps&, const gemm::Params&, cudaStream_t);
+void launch_e4m3_e4m3_fast(int, const Maps&, const gemm::Params&, cudaStream_t);
+void launch_e4m3_e5m2_fast(int, const Maps&, const gemm::Params&, cudaStream_t);
+void launch_e5m2_e4m3_fast(int, const Maps&, const gemm::Params&, cudaStream_t);
+void launch_e5m2_e5m2_fast(int, const Maps&, const gemm::Params&, cudaStream_t);
 void launch_s8_s8(int, const Maps&, const gemm::Params&, cudaStream_t);
 void launch_s8_u8(int, const Maps&, const gemm::Params&, cudaStream_t);
 void launch_u8_s8(int, const Maps&, const gemm::Params&, cudaStream_t);
@@ -31,10 +35,14 @@ const Kernel kKernels[] = {
     {ElemType::bf16, ElemType::bf16, "wgmma.mma_async.sp.sync.aligned.m64n128k32.f32.bf16.bf16:ss", &launch_bf16},
     {ElemType::f16, ElemType::f16, "wgmma.mma_async.sp.sync.aligned.m64n128k32.f32.f16.f16:ss", &launch_f16},
     {ElemType::tf32, ElemType::tf32, "wgmma.mma_async.sp.sync.aligned.m64n128k16.f32.tf32.tf32:ss", &launch_tf32},
-    {ElemType::e4m3, ElemType::e4m3, "wgmma.mma_async.sp.sync.aligned.m64n128k64.f32.e4m3.e4m3:ss", &launch_e4m3_e4m3},
-    {ElemType::e4m3, ElemType::e5m2, "wgmma.mma_async.sp.sync.aligned.m64n128k64.f32.e4m3.e5m2:ss", &launch_e4m3_e5m2},
-    {ElemType::e5m2, ElemType::e4m3, "wgmma.mma_async.sp.sync.aligned.m64n128k64.f32.e5m2.e4m3:ss", &launch_e5m2_e4m3},
-    {ElemType::e5m2, ElemType::e5m2, "wgmma.mma_async.sp.sync.aligned.m64n128k64.f32.e5m2.e5m2:ss", &launch_e5m2_e5m2},
+    {ElemType::e4m3, ElemType::e4m3, "wgmma.mma_async.sp.sync.aligned.m64n128k64.f32.e4m3.e4m3:ss", &launch_e4m3_e4m3,
+     &launch_e4m3_e4m3_fast},
+    {ElemType::e4m3, ElemType::e5m2, "wgmma.mma_async.sp.sync.aligned.m64n128k64.f32.e4m3.e5m2:ss", &launch_e4m3_e5m2,
+     &launch_e4m3_e5m2_fast},
+    {ElemType::e5m2, ElemType::e4m3, "wgmma.mma_async.sp.sync.aligned.m64n128k64.f32.e5m2.e4m3:ss", &launch_e5m2_e4m3,
+     &launch_e5m2_e4m3_fast},
+    {ElemType::e5m2, ElemType::e5m2, "wgmma.mma_async.sp.sync.aligned.m64n128k64.f32.e5m2.e5m2:ss", &launch_e5m2_e5m2,
+     &launch_e5m2_e5m2_fast},
     {ElemType::s8, ElemType::s8, "wgmma.mma_async.sp.sync.aligned.m64n128k64.s32.s8.s8:ss", &launch_s8_s8},
     {ElemType::s8, ElemType::u8, "wgmma.mma_async.sp.sync.aligned.m64n128k64.s32.s8.u8:ss", &launch_s8_u8},
     {ElemType::u8, ElemType::s8, "wgmma.mma_async.sp.sync.aligned.m64n128k64.s32.u8.s8:ss", &launch_u8_s8},
@@ -111,9 +119,9 @@ const Kernel* find(ElemType a, ElemType b) {
   return nullptr;
 }
 
-int choose_block_n(const Kernel& k, int64_t n) {
-  // fp8 sums each stage apart (promotion) and so holds two accumulator sets: at most 192 wide.
-  const int widest = (k.a == ElemType::e4m3 || k.a == ElemType::e5m2) ? 192 : 256;
+int choose_block_n(const Kernel& k, int64_t n, bool fast) {
+  // Promoted fp8 sums each stage apart and so holds two accumulator sets: at most 192 wide.
+  const int widest = (k.launch_fast && !fast) ? 192 : 256;
   if (const char* env = std::getenv("SPMMA_SM90_BLOCK_N")) {
     const int v = std::atoi(env);
     if (v == 64 || v == 128) return v;
@@ -173,9 +181,10 @@ CUtensorMap encode_b(const gemm::Params& p, int block_n, int b_bits) {
   return byte_map("B", p.b, k_bytes, p.n, p.ldb_bytes, p.batch, b_batch_stride, kBRowBytes, block_n);
 }
 
-void launch(const Kernel& k, int block_n, const AMaps& a, const CUtensorMap& b, const gemm::Params& p, cudaStream_t s) {
+void launch(const Kernel& k, bool fast, int block_n, const AMaps& a, const CUtensorMap& b, const gemm::Params& p,
+            cudaStream_t s) {
   const Maps maps{a.a, b, a.meta};
-  k.launch(block_n, maps, p, s);
+  (fast && k.launch_fast ? k.launch_fast : k.launch)(block_n, maps, p, s);
   if (p.splits > 1) {
     cuda::check(cudaGetLastError(), "launch of the sm90 kernel");
     const int64_t total = static_cast<int64_t>(p.batch) * p.m * p.n;

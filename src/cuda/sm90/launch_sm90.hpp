@@ -22,14 +22,16 @@ struct Kernel {
   ElemType a, b;
   const char* variant;  // the registry id of the wgmma.sp instruction
   LaunchFn launch;
+  LaunchFn launch_fast = nullptr;  // fp8: MatmulDesc::fast_accumulation (no promotion)
 };
 
 // The sm90 kernel for A/B types, or null when there is none (4-bit types: no wgmma on sm_90).
 const Kernel* find(ElemType a, ElemType b);
 
-// CTA tile width along N for kernel k and a problem with n columns: 64, 128 or 256 (fp8: 192 in
-// place of 256). The environment variable SPMMA_SM90_BLOCK_N overrides it, for experiments.
-int choose_block_n(const Kernel& k, int64_t n);
+// CTA tile width along N for kernel k and a problem with n columns: 64, 128 or 256 (promoted
+// fp8: 192 in place of 256). The environment variable SPMMA_SM90_BLOCK_N overrides it, for
+// experiments.
+int choose_block_n(const Kernel& k, int64_t n, bool fast);
 
 // The registry id of k's instruction at N = block_n (the table names the N = 128 form).
 std::string variant_at(const Kernel& k, int block_n);
@@ -54,6 +56,7 @@ CUtensorMap encode_b(const gemm::Params& p, int block_n, int b_bits);
 
 // Launches k on stream s with those maps (with split K, p.partial holds partial_bytes(p) and a
 // reduce kernel follows).
-void launch(const Kernel& k, int block_n, const AMaps& a, const CUtensorMap& b, const gemm::Params& p, cudaStream_t s);
+void launch(const Kernel& k, bool fast, int block_n, const AMaps& a, const CUtensorMap& b, const gemm::Params& p,
+            cudaStream_t s);
 
 }  // namespace spmma::sm90
