@@ -44,16 +44,26 @@ def kernel_ms(fn, iters=20):
     return total_us / iters / 1e3
 
 
+# A/B storage dtype and cuSPARSELt output dtype per spmma type (None: same as the inputs).
+TYPES = {
+    "bf16": (torch.bfloat16, None),
+    "f16": (torch.float16, None),
+    "tf32": (torch.float32, None),       # cuSPARSELt's float32 path computes in tf32
+    "e4m3": (torch.float8_e4m3fn, torch.bfloat16),
+    "s8": (torch.int8, torch.int32),
+}
+
+
 def one(m, n, k, t):
     dev = "cuda"
+    dtype, out_dtype = TYPES[t]
     a = prune_2_4(torch.randn(m, k, device=dev, dtype=torch.bfloat16))
     b = torch.randn(k, n, device=dev, dtype=torch.bfloat16)
-    if t == "e4m3":
-        a = a.to(torch.float8_e4m3fn)
-        b = b.to(torch.float8_e4m3fn)
-        out_dtype = torch.bfloat16
+    if dtype == torch.int8:
+        a = (a * 16).round().clamp(-127, 127).to(torch.int8)
+        b = (b * 16).round().clamp(-127, 127).to(torch.int8)
     else:
-        out_dtype = None
+        a, b = a.to(dtype), b.to(dtype)
     ac = torch._cslt_compress(a)
     # cuSPARSELt wants B column-major for fp8: pass B^T's storage transposed back.
     bb = b.t().contiguous().t()
@@ -66,7 +76,7 @@ def one(m, n, k, t):
     flops = 2.0 * m * n * k
     row = {"m": m, "n": n, "k": k, "type": t, "cusparselt_ms": ms, "cusparselt_tflops": flops / (ms * 1e-3) / 1e12,
            "alg_id": int(alg)}
-    if t == "bf16":
+    if t in ("bf16", "f16"):
         dms = kernel_ms(lambda: torch.mm(a, b))
         row["torch_dense_tflops"] = flops / (dms * 1e-3) / 1e12
     return row
