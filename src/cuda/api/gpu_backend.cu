@@ -258,6 +258,7 @@ struct GpuKernel final : Kernel {
   const sm90::Kernel* wgmma = nullptr;   // the sm90 kernel, when the plan picked it
   int block_n = 0;                       // its CTA tile width
   int splits = 1, stages_per_split = 0;  // its split K (splits > 1: partial sums in the workspace)
+  int group_m = 0;                       // its rasterization group (0: default; SPMMA_SM90_GROUP_M, experiments)
   std::string sm80_why;                  // why the plan did not pick the sm90 kernel (for describe)
   // B's tensor map of the last run, reused while B's pointer and layout stay the same.
   struct BMap {
@@ -352,6 +353,7 @@ struct GpuKernel final : Kernel {
     p.m_pad = static_cast<int>(st.m_pad);
     p.batch = static_cast<int>(desc.batch);
     p.splits = splits, p.stages_per_split = splits > 1 ? stages_per_split : 1 << 30;
+    p.group_m = group_m;
     p.partial = splits > 1 ? static_cast<uint8_t*>(workspace) + transposed_b_bytes() : nullptr;
     if (wgmma && sm90::tma_unsupported(p, b_bits).empty())
       sm90::launch(*wgmma, fast_fp8(), block_n, st.a_maps(p), b_map_for(p), p, s);
@@ -409,6 +411,7 @@ struct GpuBackend final : Backend {
       k.wgmma = w;
       k.block_n = sm90::choose_block_n(*w, k.desc.n, k.desc.fast_accumulation);
       choose_splits(k, isa::variant_or_throw(w->variant).k);
+      if (const char* env = std::getenv("SPMMA_SM90_GROUP_M")) k.group_m = std::max(0, std::atoi(env));
     }
   }
   std::unique_ptr<Kernel> plan(const MatmulDesc& desc) override {

@@ -31,6 +31,7 @@ struct Params {
   // (splits x batch x m_pad x n) for a reduce kernel; each split runs stages_per_split stages.
   int splits, stages_per_split;
   void* partial;
+  int group_m;             // sm90 rasterization: M tiles per group (0: the kernel's default)
 };
 
 // Rows of A as stored on the device are padded to a multiple of this (the largest CTA M tile).
