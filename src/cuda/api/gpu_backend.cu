@@ -282,8 +282,7 @@ struct GpuKernel final : Kernel {
     return transpose_b ? (static_cast<size_t>(desc.batch) * desc.k * desc.n * b_bits / 8 + 255) / 256 * 256 : 0;
   }
   size_t partial_bytes() const {
-    const int64_t m_pad = (desc.m + gemm::kRowPad - 1) / gemm::kRowPad * gemm::kRowPad;
-    return splits > 1 ? static_cast<size_t>(splits) * desc.batch * m_pad * desc.n * 4 : 0;
+    return sm90::partial_bytes(splits, desc.batch, (desc.m + gemm::kRowPad - 1) / gemm::kRowPad * gemm::kRowPad, desc.n);
   }
   size_t workspace_bytes() const override { return transposed_b_bytes() + partial_bytes(); }
   bool fast_fp8() const { return desc.fast_accumulation && wgmma && wgmma->launch_fast; }
@@ -355,7 +354,7 @@ struct GpuKernel final : Kernel {
     p.splits = splits, p.stages_per_split = splits > 1 ? stages_per_split : 1 << 30;
     p.group_m = group_m;
     p.partial = splits > 1 ? static_cast<uint8_t*>(workspace) + transposed_b_bytes() : nullptr;
-    if (wgmma && sm90::tma_unsupported(p, b_bits).empty())
+    if (wgmma && sm90::tma_unsupported(p).empty())
       sm90::launch(*wgmma, fast_fp8(), block_n, st.a_maps(p), b_map_for(p), p, s);
     else
       instr->launch(p, s);
@@ -381,9 +380,6 @@ struct GpuBackend final : Backend {
     }
     return t;
   }
-  // Picks the sm90 wgmma.sp kernel where it can run: a Hopper GPU (sm_90), a type pair it covers
-  // and a B whose leading dimension TMA can step (16-byte multiples; the transposed workspace
-  // always is). SPMMA_KERNEL=sm80 keeps the sm80 kernel (for comparisons).
   // Split K where the tiles would leave most SMs idle (small N): up to one wave of CTAs, at least
   // 8 stages (of 2 K steps) per split, at most 16 splits. SPMMA_SM90_SPLITS overrides (experiments).
   void choose_splits(GpuKernel& k, int inst_k) const {
@@ -399,6 +395,9 @@ struct GpuBackend final : Backend {
     k.splits = static_cast<int>((stages + per - 1) / per);
     if (k.splits < 2) k.splits = 1;
   }
+  // Picks the sm90 wgmma.sp kernel where it can run: a Hopper GPU (sm_90), a type pair it covers
+  // and a B whose leading dimension TMA can step (16-byte multiples; the transposed workspace
+  // always is). SPMMA_KERNEL=sm80 keeps the sm80 kernel (for comparisons).
   void choose_sm90(GpuKernel& k) const {
     const char* env = std::getenv("SPMMA_KERNEL");
     const sm90::Kernel* w = sm90::find(k.desc.a_type, k.desc.b_type);

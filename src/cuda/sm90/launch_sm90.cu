@@ -109,8 +109,8 @@ __global__ void reduce_splits(const gemm::Params p, bool int_acc) {
 
 }  // namespace
 
-size_t partial_bytes(const gemm::Params& p) {
-  return p.splits > 1 ? static_cast<size_t>(p.splits) * p.batch * p.m_pad * p.n * 4 : 0;
+size_t partial_bytes(int splits, int64_t batch, int64_t m_pad, int64_t n) {
+  return splits > 1 ? static_cast<size_t>(splits) * batch * m_pad * n * 4 : 0;  // raw 32-bit accumulators
 }
 
 const Kernel* find(ElemType a, ElemType b) {
@@ -149,14 +149,13 @@ std::string describe_tile(int block_n) {
          std::to_string(kStepsPerStage) + " instructions per stage";
 }
 
-std::string tma_unsupported(const gemm::Params& p, int b_bits) {
+std::string tma_unsupported(const gemm::Params& p) {
   const auto addr = [](const void* q) { return reinterpret_cast<uintptr_t>(q); };
   if (addr(p.b) % 16) return "B's address is not 16-byte aligned";
   if (p.ldb_bytes % 16) return "B's leading dimension (" + std::to_string(p.ldb_bytes) + " bytes) is not a multiple of 16 bytes";
   if (p.batch > 1 && p.batch_b_bytes % 16)
     return "B's batch stride (" + std::to_string(p.batch_b_bytes) + " bytes) is not a multiple of 16 bytes";
   if (addr(p.a) % 16 || p.a_row_bytes % 16) return "A's stored rows are not 16-byte aligned";
-  (void)b_bits;
   return {};
 }
 

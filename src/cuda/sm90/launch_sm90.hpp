@@ -40,10 +40,10 @@ std::string variant_at(const Kernel& k, int block_n);
 std::string describe_tile(int block_n);
 
 // Empty when TMA can read the operands of p (16-byte aligned bases and strides); else why not.
-std::string tma_unsupported(const gemm::Params& p, int b_bits);
+std::string tma_unsupported(const gemm::Params& p);
 
-// Bytes of split-K partial sums p needs (0 without split K).
-size_t partial_bytes(const gemm::Params& p);
+// Bytes of split-K partial sums (splits x batch x m_pad x n raw accumulators; 0 without split K).
+size_t partial_bytes(int splits, int64_t batch, int64_t m_pad, int64_t n);
 
 // The tensor maps of A's values and metadata (they depend on A's storage only, so a caller may
 // keep them for every run on that storage) and of B (per B pointer and tile width). Throw
@@ -54,7 +54,7 @@ struct AMaps {
 AMaps encode_a(const gemm::Params& p);
 CUtensorMap encode_b(const gemm::Params& p, int block_n, int b_bits);
 
-// Launches k on stream s with those maps (with split K, p.partial holds partial_bytes(p) and a
+// Launches k on stream s with those maps (with split K, p.partial holds partial_bytes() and a
 // reduce kernel follows).
 void launch(const Kernel& k, bool fast, int block_n, const AMaps& a, const CUtensorMap& b, const gemm::Params& p,
             cudaStream_t s);
