@@ -98,6 +98,9 @@ const Instr* find_instr(ElemType a, ElemType b) {
 }
 
 
+// Rows of A as stored on the device: padded to whole CTA tiles of every kernel (zero rows).
+int64_t padded_rows(int64_t m) { return (m + gemm::kRowPad - 1) / gemm::kRowPad * gemm::kRowPad; }
+
 int out_type(ElemType t) {
   switch (t) {
     case ElemType::f32: return gemm::kOutF32;
@@ -166,7 +169,7 @@ struct GpuStorage final : SparseStorage {
     }
     FragmentReadyMeta f;
     f.type = type, f.pattern = pattern, f.ordered = true, f.rows = m_pad, f.cols = k;
-    f.group = sm80::kMetaGroup, f.k_step = v.k, f.block_rows = 16, f.lanes_per_group = v.meta->lanes_per_group;
+    f.group = gemm::kMetaGroup, f.k_step = v.k, f.block_rows = 16, f.lanes_per_group = v.meta->lanes_per_group;
     f.words = std::move(words);
     f.variant_id = v.id;
     const Compressed padded = from_fragment_ready(f, vm, v);
@@ -194,12 +197,12 @@ std::unique_ptr<GpuStorage> empty_storage(const MatmulDesc& desc, int64_t entrie
   st->pattern = v.meta->pattern;
   st->variant = v.id;
   st->m = desc.m, st->k = desc.k, st->entries = entries;
-  st->m_pad = (desc.m + sm80::kBlockM - 1) / sm80::kBlockM * sm80::kBlockM;
+  st->m_pad = padded_rows(desc.m);
   st->a_row_bytes = desc.k / 2 * memory_bits(desc.a_type) / 8;
   st->meta_lanes = 8 * v.meta->lanes_per_group;
-  st->meta_groups = (desc.k / v.k + sm80::kMetaGroup - 1) / sm80::kMetaGroup;
+  st->meta_groups = (desc.k / v.k + gemm::kMetaGroup - 1) / gemm::kMetaGroup;
   st->batch_values = st->m_pad * st->a_row_bytes;
-  st->batch_meta_words = st->m_pad / 16 * st->meta_groups * st->meta_lanes * sm80::kMetaGroup;
+  st->batch_meta_words = st->m_pad / 16 * st->meta_groups * st->meta_lanes * gemm::kMetaGroup;
   st->values = DeviceBytes(static_cast<size_t>(st->batch_values * entries));
   st->meta = cuda::DeviceBuffer<uint32_t>(static_cast<size_t>(st->batch_meta_words * entries));
   return st;
@@ -223,7 +226,7 @@ std::unique_ptr<SparseStorage> make_storage(const MatmulDesc& desc, const std::v
     Matrix padded(c.type, st->m_pad, c.cols);
     std::copy(dense.bits.begin(), dense.bits.end(), padded.bits.begin());
     const Compressed pc = compress(padded, c.pattern, true);
-    const FragmentReadyMeta fr = to_fragment_ready(pc, v, sm80::kMetaGroup);
+    const FragmentReadyMeta fr = to_fragment_ready(pc, v, gemm::kMetaGroup);
     pack(pc.values.bits, b, vals);
     words.insert(words.end(), fr.words.begin(), fr.words.end());
   }
@@ -282,7 +285,7 @@ struct GpuKernel final : Kernel {
     return transpose_b ? (static_cast<size_t>(desc.batch) * desc.k * desc.n * b_bits / 8 + 255) / 256 * 256 : 0;
   }
   size_t partial_bytes() const {
-    return sm90::partial_bytes(splits, desc.batch, (desc.m + gemm::kRowPad - 1) / gemm::kRowPad * gemm::kRowPad, desc.n);
+    return sm90::partial_bytes(splits, desc.batch, padded_rows(desc.m), desc.n);
   }
   size_t workspace_bytes() const override { return transposed_b_bytes() + partial_bytes(); }
   bool fast_fp8() const { return desc.fast_accumulation && wgmma && wgmma->launch_fast; }
@@ -384,7 +387,7 @@ struct GpuBackend final : Backend {
   // 8 stages (of 2 K steps) per split, at most 16 splits. SPMMA_SM90_SPLITS overrides (experiments).
   void choose_splits(GpuKernel& k, int inst_k) const {
     const MatmulDesc& d = k.desc;
-    const int64_t tiles = (d.m + gemm::kRowPad - 1) / gemm::kRowPad * ((d.n + k.block_n - 1) / k.block_n) * d.batch;
+    const int64_t tiles = padded_rows(d.m) / gemm::kRowPad * ((d.n + k.block_n - 1) / k.block_n) * d.batch;
     const int64_t stages = (d.k / inst_k + 1) / 2;
     int64_t want = 1;
     if (tiles * 2 <= prop.multiProcessorCount) want = std::min<int64_t>({prop.multiProcessorCount / tiles, stages / 8, 16});
@@ -456,7 +459,7 @@ struct GpuBackend final : Backend {
       p.nibble_half = v.meta->style == isa::MetaLayout::Style::nibble_half;
       p.lanes = v.meta->lanes_per_group;
       p.k_inst = v.k;
-      p.meta_group = sm80::kMetaGroup;
+      p.meta_group = gemm::kMetaGroup;
       p.groups = st->meta_groups;
       p.prune = mode == PruneMode::magnitude;
       p.values = static_cast<uint8_t*>(st->values.ptr) + e * st->batch_values;

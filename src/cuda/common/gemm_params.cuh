@@ -39,6 +39,9 @@ constexpr int kRowPad = 128;
 // Fragment-ready metadata group G of the device layout: k-steps per lane record.
 constexpr int kMetaGroup = 2;
 
+// The 32-bit shared-memory address of a generic pointer, as PTX shared-space operands take it.
+__device__ __forceinline__ uint32_t smem_u32(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+
 enum OutType : int { kOutF32 = 0, kOutBf16 = 1, kOutF16 = 2, kOutS32 = 3, kOutS8 = 4 };
 
 // The epilogue works in double: exact for every s32 accumulator and one rounding into D.

@@ -16,6 +16,7 @@
 namespace spmma::sm80 {
 
 using gemm::Params;
+using gemm::smem_u32;
 
 // ---------------------------------------------------------------- tile constants
 constexpr int kBlockM = 128;           // rows of D per CTA (A's rows are padded to it)
@@ -50,29 +51,11 @@ struct Tile {
 };
 using CtaTile = Tile<128, 2>;  // 128 x 128, warp tile 64 x 32
 
-
 // ---------------------------------------------------------------- small device helpers
 
-__device__ __forceinline__ uint32_t smem_u32(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-// 16-byte copy global -> shared; bytes beyond `valid` (0 or 16) are zero-filled.
-__device__ __forceinline__ void cp_async_16(void* dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(dst)), "l"(src), "r"(valid ? 16 : 0));
-}
-__device__ __forceinline__ void cp_async_8(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(smem_u32(dst)), "l"(src));
-}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
-
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_u32(p)));
-}
 
 // Bank-conflict-free placement of 16-byte chunk `c` of smem row `r`: ldmatrix reads one chunk
 // column of 8 consecutive rows, so the chunk index is XORed with a row-derived value.
