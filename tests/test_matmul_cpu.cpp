@@ -65,8 +65,11 @@ std::vector<Combo> expected_combos() {
                                 {T::e4m3, T::e5m2}, {T::e5m2, T::e4m3}, {T::e5m2, T::e5m2}};
   for (auto [a, b] : fl)
     for (T cd : {T::f16, T::bf16, T::f32}) v.push_back({a, b, cd});
-  for (T a : {T::s8, T::u8, T::s4, T::u4})
-    for (T cd : {T::s32, T::s8}) v.push_back({a, a, cd});
+  // Integers in both signednesses on either side, as the mma.sp / wgmma.sp forms take them.
+  const std::pair<T, T> in[] = {{T::s8, T::s8}, {T::s8, T::u8}, {T::u8, T::s8}, {T::u8, T::u8},
+                                {T::s4, T::s4}, {T::s4, T::u4}, {T::u4, T::s4}, {T::u4, T::u4}};
+  for (auto [a, b] : in)
+    for (T cd : {T::s32, T::s8}) v.push_back({a, b, cd});
   return v;
 }
 

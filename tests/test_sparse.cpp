@@ -662,6 +662,39 @@ TEST(SparseCompress, NegativeZero) {
   EXPECT_EQ(compress(z).nibble(0, 0), 0xE);
 }
 
+// A padding slot stores the dense bits found there: -0.0 (e4m3, e5m2) and tf32 zeros whose
+// ignored low 13 bits are set, unchanged (docs/layouts.md, "the padding index").
+TEST(SparseCompress, PaddingSlotKeepsTheDenseBits) {
+  Matrix t(ElemType::tf32, 1, 4);
+  t.bits = {0x00000000, 0x80000ABC, 0x3F801234, 0x00001FFF};  // chunk 0: no non-zero; chunk 1: element 0
+  ASSERT_FALSE(check_pattern(t).has_value());
+  const Compressed ct = compress(t);
+  EXPECT_EQ(ct.metadata, (std::vector<uint16_t>{0x4E}));
+  EXPECT_EQ(ct.values.bits, (std::vector<uint64_t>{0x80000ABC, 0x3F801234}));
+  Matrix e(ElemType::e4m3, 1, 8);
+  e.bits = {0x80, 0x80, 0x38, 0x80, 0xBC, 0x80, 0x80, 0x00};  // only 2 -> slots 2, 3; only 0 -> slots 0, 2
+  const Compressed ce = compress(e);
+  EXPECT_EQ(ce.metadata, (std::vector<uint16_t>{0x8E}));
+  EXPECT_EQ(ce.values.bits, (std::vector<uint64_t>{0x38, 0x80, 0xBC, 0x80}));
+}
+
+// NaNs rank equal whatever their payload and sign: among them the lower column is kept. tf32
+// reads its NaN without the low 13 bits (0x7F800001 is Inf there, an f32 NaN).
+TEST(SparsePrune, NaNPayloadsAndSignsTie) {
+  const auto pruned = [](ElemType t, std::vector<uint64_t> bits) {
+    Matrix m(t, 1, static_cast<int64_t>(bits.size()));
+    m.bits = std::move(bits);
+    return prune_magnitude(m).bits;
+  };
+  using B = std::vector<uint64_t>;
+  EXPECT_EQ(pruned(ElemType::f16, {0x7C01, 0x7E00, 0xFFFF, 0x3C00}), (B{0x7C01, 0x7E00, 0, 0}));
+  EXPECT_EQ(pruned(ElemType::bf16, {0x3F80, 0xFFC0, 0x7F81, 0x7FFF}), (B{0, 0xFFC0, 0x7F81, 0}));
+  EXPECT_EQ(pruned(ElemType::e5m2, {0x7F, 0x7D, 0xFE, 0x7C}), (B{0x7F, 0x7D, 0, 0}));
+  EXPECT_EQ(pruned(ElemType::tf32, {0x7F802000, 0x7FC00000}), (B{0x7F802000, 0}));
+  EXPECT_EQ(pruned(ElemType::tf32, {0x7F800001, 0x7F802000}), (B{0, 0x7F802000}));
+  EXPECT_EQ(pruned(ElemType::f32, {0x7F800001, 0x7FFFFFFF}), (B{0x7F800001, 0}));
+}
+
 TEST(SparseCompress, DocumentedPaddingNibbles) {
   for (const Case& k : kCases) {
     const ElemType t = k.t;

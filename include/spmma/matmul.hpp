@@ -12,7 +12,9 @@
 // dimension (0 = packed). A batch of `batch` products uses strides (elements) between the
 // matrices of B, C, D; A is either shared by the whole batch (weights: stride_a = 0) or one
 // compressed matrix per batch entry. bias is a vector of M f32 values (one per output row).
-// Types: see supported_types(); alignment rules: see docs/api.md.
+// Types: see supported_types(). Alignment, size limits, streams and synchronisation, device
+// binding: docs/api.md ("Pointers and alignment", "Size limits", "Streams, errors and
+// synchronisation", "Devices").
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -48,6 +50,13 @@ struct MatmulDesc {
   // docs/conformance.md); the default adds every 2 instructions into f32 ("promotion").
   // Ignored by every other type and kernel (their sums are f32 or exact already).
   bool fast_accumulation = false;
+  // The alignment in bytes that every B pointer given to Plan::run has (a power of two, at least
+  // B's element size; 4-bit types: 1). The GPU reads a column-major B in place only when B's
+  // address, leading dimension and batch stride are multiples of 16 bytes; a plan for a smaller
+  // b_alignment (or an ldb / stride_b that is not such a multiple) repacks B into the workspace
+  // on every run instead (Plan::describe says so, and the log's hints level reports it). A run
+  // whose B is less aligned than this is refused. Row-major B is always repacked (transposed).
+  int b_alignment = 16;
 
   // Throws naming the first field that is wrong and its value: invalid_argument for a shape,
   // leading dimension, stride or enum value; not_supported for a type combination spmma does
@@ -56,7 +65,8 @@ struct MatmulDesc {
   //   k a multiple of 512 / bits(a_type): 16 (tf32), 32 (f16, bf16), 64 (fp8, s8, u8),
   //     128 (s4, u4) — whole sparse MMA steps, so that no kernel needs hidden K padding;
   //   ld >= the packed value (row-major: columns, column-major: rows); 4-bit types: even;
-  //   with batch > 1, a non-zero stride >= one matrix (ld x rows-or-columns), even for 4-bit.
+  //   with batch > 1, a non-zero stride >= one matrix (ld x rows-or-columns), even for 4-bit;
+  //   b_alignment a power of two >= B's element size in bytes (1 for 4-bit types).
   void validate() const;
 };
 
@@ -95,14 +105,24 @@ class SparseMatrix {
 
 class Handle {
  public:
-  explicit Handle(Device d = Device::automatic);  // automatic: the GPU when one is usable
+  // automatic: the GPU when one is usable, else the CPU (fallback_reason() says why).
+  // gpu_ordinal: the CUDA device of a GPU handle; -1 = the device current when the handle is
+  // created. Every call through the handle (compress, upload, Plan, Plan::run, SparseMatrix
+  // access) runs on that device, whatever device is current at the call, and restores the
+  // caller's current device afterwards. A GPU is usable when spmma's kernels load on it (the
+  // build holds machine code or PTX for its architecture, checked when the handle is created).
+  explicit Handle(Device d = Device::automatic, int gpu_ordinal = -1);
   ~Handle();
   Handle(const Handle&) = delete;
   Handle& operator=(const Handle&) = delete;
 
   Device device() const;
-  std::string device_name() const;  // "NVIDIA H100 80GB HBM3 (sm_90)" or "CPU (N threads)"
+  std::string device_name() const;  // "NVIDIA H100 80GB HBM3 (sm_90, device 0)" or "CPU (N threads)"
   int compute_capability() const;   // 0 on the CPU
+  int gpu_ordinal() const;          // the CUDA device; -1 on the CPU
+  // Why Device::automatic took the CPU ("no CUDA device", "the kernels do not load on ..."),
+  // empty for a handle that runs where it was asked to.
+  std::string fallback_reason() const;
 
   struct Impl;
   Impl& impl() const { return *impl_; }
@@ -124,7 +144,9 @@ enum class PruneMode : uint8_t {
 // tensor cores ignore them), f32, s32; 2 for f16, bf16; 1 for e4m3, e5m2, s8, u8; the 4-bit s4,
 // u4 two per byte, element i in byte i/2, low nibble first (so 4-bit leading dimensions and
 // strides are even). PruneMode::check throws pattern_violation naming the row and chunk (and
-// the batch entry when there are several).
+// the batch entry when there are several). `a` must be aligned to its element size. A GPU
+// compress allocates the result and synchronises `stream` before it returns, so any failure of
+// its kernels is reported here.
 SparseMatrix compress(Handle& h, const MatmulDesc& desc, const void* a, int64_t lda, int64_t stride_a,
                       PruneMode mode, void* stream = nullptr);
 // The host's Compressed form, uploaded (GPU handle) or adopted (CPU handle).
@@ -139,14 +161,19 @@ class Plan {
   Plan(Plan&&) noexcept;
 
   size_t workspace_bytes() const;
-  std::string describe() const;  // kernel, tile shape, stages
+  std::string describe() const;  // kernel, tile shape, stages, and any repacking of B (with why)
   const MatmulDesc& desc() const;
 
   // D = activation(alpha·A·B + beta·C + bias). c may be null when beta == 0 (C is then not
   // read at all); bias must be non-null exactly when desc.bias. c may equal d (in place) when
-  // C and D have the same type, leading dimension and stride. For an integer d_type alpha and
-  // beta must be finite. Epilogue semantics: docs/api.md. workspace: workspace_bytes() bytes where the handle
-  // computes (may be null when 0). Per-call host work is checks and one launch.
+  // C and D have the same type, leading dimension and stride; otherwise C and D, and D and B,
+  // bias, workspace, must not share any byte. For an integer d_type alpha and beta must be
+  // finite. Epilogue semantics: docs/api.md. workspace: workspace_bytes() bytes where the
+  // handle computes, 16-byte aligned (may be null when 0). Every pointer is aligned to its
+  // element size, B to desc.b_alignment; a GPU handle takes device (or managed) memory of its
+  // own device only. A run never allocates and never synchronises: it checks its arguments,
+  // then enqueues its kernels on `stream` (capturable in a CUDA graph); a launch failure is
+  // reported by this call, a fault while the kernel runs by the next synchronising CUDA call.
   void run(const SparseMatrix& a, const void* b, const void* c, void* d, float alpha, float beta,
            const float* bias = nullptr, void* workspace = nullptr, void* stream = nullptr) const;
 
@@ -159,10 +186,14 @@ class Plan {
 // The (A, B, C/D) type combinations a device runs: e.g. {bf16, bf16, bf16}, {e4m3, e4m3, bf16},
 // {s8, s8, s32}. compute is the accumulator type (f32 for float A, s32 for integer A). C and D
 // may differ in type when both are cd types of rows with the same (a, b) (e.g. C s32, D s8).
-// Device::gpu without a usable GPU: empty. Device::automatic: the device Handle() would pick.
+// Device::gpu: what the current CUDA device runs (empty without a usable GPU); the same list
+// a Handle's Plan accepts (both come from one table). Device::automatic: the device Handle()
+// would pick.
 struct TypeCombo {
   ElemType a, b, cd, compute;
 };
 std::vector<TypeCombo> supported_types(Device d);
+// What this handle's device runs: exactly the combinations its Plan accepts.
+std::vector<TypeCombo> supported_types(const Handle& h);
 
 }  // namespace spmma

@@ -1,6 +1,6 @@
 // The two places a matmul can run — the CPU (src/api/cpu_backend.cpp) and the GPU
-// (src/cuda/api/gpu_backend.cu) — behind one interface. matmul.cpp owns the checks that do not
-// depend on the place (shapes, types, leading dimensions) and dispatches here.
+// (src/cuda/api/) — behind one interface. matmul.cpp owns the checks that do not depend on the
+// place (shapes, types, leading dimensions, pointer alignment and overlap) and dispatches here.
 #pragma once
 #include <memory>
 #include <string>
@@ -10,10 +10,25 @@
 
 namespace spmma::detail {
 
+// Every (A, B, C/D) combination the API describes (matmul.cpp). A backend runs the rows its
+// `runs` predicate accepts; supported_types and Plan both ask that one predicate.
+const std::vector<TypeCombo>& api_type_combos();
+
+// The one definition of the operands' leading dimensions and batch strides, in elements, for
+// validation and both backends: ld 0 = packed (columns of a row-major matrix, rows of a
+// column-major one); with batch > 1 a stride of 0 = packed, i.e. ld x (rows of a row-major
+// matrix, columns of a column-major one); every stride is 0 when batch == 1.
+struct OperandLayout {
+  int64_t ldb = 0, ldc = 0, ldd = 0;
+  int64_t stride_b = 0, stride_c = 0, stride_d = 0;
+};
+OperandLayout operand_layout(const MatmulDesc& d);
+
 // Storage of a SparseMatrix: host vectors or device buffers, owned.
 struct SparseStorage {
   virtual ~SparseStorage() = default;
   virtual bool on_device() const = 0;
+  virtual int gpu_ordinal() const { return -1; }
   virtual Compressed to_host(int64_t b) const = 0;
 };
 
@@ -22,6 +37,7 @@ struct Kernel {
   virtual ~Kernel() = default;
   virtual size_t workspace_bytes() const = 0;
   virtual std::string describe() const = 0;
+  // Arguments were checked by Plan::run (matmul.cpp) for what does not depend on the place.
   virtual void run(const SparseMatrix& a, const void* b, const void* c, void* d, float alpha, float beta,
                    const float* bias, void* workspace, void* stream) const = 0;
 };
@@ -31,18 +47,27 @@ struct Backend {
   virtual Device device() const = 0;
   virtual std::string name() const = 0;
   virtual int compute_capability() const = 0;
-  virtual std::vector<TypeCombo> types() const = 0;
+  virtual int gpu_ordinal() const { return -1; }
+  // Whether this backend runs a type combination (a row of api_type_combos()); when not, `why`.
+  virtual bool runs(const TypeCombo& t, std::string* why) const = 0;
   // Throws not_supported naming the reason when this backend cannot run the description.
   virtual std::unique_ptr<Kernel> plan(const MatmulDesc& desc) = 0;
   virtual std::unique_ptr<SparseStorage> compress(const MatmulDesc& desc, const void* a, int64_t lda,
                                                   int64_t stride_a, PruneMode mode, void* stream) = 0;
   virtual std::unique_ptr<SparseStorage> upload(const MatmulDesc& desc, const std::vector<Compressed>& per_batch) = 0;
+  // Throws invalid_argument when `p` (the argument `what`, `bytes` long) is not memory this
+  // backend computes on: e.g. a host pointer given to a GPU handle, or a device pointer given
+  // to the CPU. Null pointers are the caller's business.
+  virtual void check_memory(const void* p, size_t bytes, const char* what) const = 0;
 };
 
 std::unique_ptr<Backend> make_cpu_backend();
 #ifdef SPMMA_HAVE_CUDA
-// nullptr (and `why` filled) when no GPU is usable.
-std::unique_ptr<Backend> make_gpu_backend(std::string* why);
+// nullptr (and `why` filled) when no GPU is usable: no device, an ordinal that does not exist,
+// or spmma's kernels do not load on it. ordinal -1: the current device.
+std::unique_ptr<Backend> make_gpu_backend(int ordinal, std::string* why);
+// Where a pointer lives, as CUDA knows it (for the CPU backend's check): true for device memory.
+bool is_device_pointer(const void* p);
 #endif
 
 }  // namespace spmma::detail
@@ -55,11 +80,15 @@ struct SparseMatrix::Impl {
   std::unique_ptr<detail::SparseStorage> storage;
 };
 struct Handle::Impl {
-  std::unique_ptr<detail::Backend> backend;
+  std::shared_ptr<detail::Backend> backend;  // shared with the handle's plans, which may outlive it
+  std::string fallback_reason;
 };
 struct Plan::Impl {
   MatmulDesc desc;
+  detail::OperandLayout layout;
   Device device = Device::cpu;
+  int gpu_ordinal = -1;
+  std::shared_ptr<const detail::Backend> backend;
   std::unique_ptr<detail::Kernel> kernel;
 };
 }  // namespace spmma

@@ -11,12 +11,16 @@
 //
 // run, float A (f16, bf16, tf32, e4m3, e5m2): A is decompressed and decoded to f32, B decoded
 // to f32 (both exact: every such value is an f32), and the dense product A·B computed by the
-// BLAS (cblas_sgemm, f32 accumulation, multi-threaded by OpenBLAS). Integer A (s8, u8, s4, u4):
+// BLAS (cblas_sgemm, f32 accumulation, multi-threaded by OpenBLAS). The tensor cores read B only
+// at the positions A's metadata names, so an Inf or NaN in B elsewhere never reaches D, while
+// the dense product would give 0·Inf = NaN: columns of B holding a non-finite value are
+// therefore summed over the named positions only (padding slots included: their stored zero
+// times Inf is NaN, as on the hardware). Integer A (s8, u8, s4, u4):
 // exact dot products (int32 partial sums of at most 2^14 products, summed in int64), taken modulo
 // 2^32 as an s32 — what the tensor cores' s32 accumulator holds — in row blocks on std::threads.
-// Epilogue, in double, one rounding into D (the same expression as the GPU epilogue):
+// Epilogue: include/spmma/detail/epilogue.hpp, the one definition the GPU kernels use too:
 //   v = alpha·acc;  if (beta != 0) v += beta·C;  if (bias) v += bias[row];  v = act(v);
-//   D = encode(d_type, v)   (RNE; f16/bf16/f32 overflow to ±Inf; s32/s8 saturate)
+//   D = encode(d_type, v)   (RNE; f16/bf16/f32 overflow to ±Inf; s32/s8 saturate, NaN -> 0)
 #include <cblas.h>
 
 #include <algorithm>
@@ -32,6 +36,7 @@
 #include <vector>
 
 #include "api/backend.hpp"
+#include "spmma/detail/epilogue.hpp"
 #include "spmma/error.hpp"
 #include "spmma/matmul.hpp"
 #include "spmma/matrix.hpp"
@@ -39,9 +44,6 @@
 #include "spmma/types.hpp"
 
 namespace spmma::detail {
-
-const std::vector<TypeCombo>& api_type_combos();  // matmul.cpp: the combinations the API describes
-
 namespace {
 
 // ------------------------------------------------------------------ threads
@@ -132,14 +134,6 @@ class Decoder {
   const double* table_ = nullptr;
 };
 
-double activate(double x, Activation a) {
-  switch (a) {
-    case Activation::relu: return x > 0.0 ? x : 0.0;
-    case Activation::gelu: return 0.5 * x * (1.0 + std::erf(x * 0.70710678118654752));
-    default: return x;
-  }
-}
-
 const char* act_name(Activation a) {
   switch (a) {
     case Activation::relu: return "relu";
@@ -167,14 +161,11 @@ class CpuKernel final : public Kernel {
  public:
   explicit CpuKernel(const MatmulDesc& d)
       : d_(d), a_dec_(d.a_type), b_dec_(d.b_type), c_dec_(d.c_type), d_bits_(mem_bits(d.d_type)) {
-    const bool brow = d.b_order == Order::row_major, cdrow = d.cd_order == Order::row_major;
-    ldb_ = d.ldb ? d.ldb : (brow ? d.n : d.k);
-    ldc_ = d.ldc ? d.ldc : (cdrow ? d.n : d.m);
-    ldd_ = d.ldd ? d.ldd : (cdrow ? d.n : d.m);
-    sb_ = d.batch == 1 ? 0 : (d.stride_b ? d.stride_b : ldb_ * (brow ? d.k : d.n));
-    sc_ = d.batch == 1 ? 0 : (d.stride_c ? d.stride_c : ldc_ * (cdrow ? d.m : d.n));
-    sd_ = d.batch == 1 ? 0 : (d.stride_d ? d.stride_d : ldd_ * (cdrow ? d.m : d.n));
+    const OperandLayout l = operand_layout(d);
+    ldb_ = l.ldb, ldc_ = l.ldc, ldd_ = l.ldd;
+    sb_ = l.stride_b, sc_ = l.stride_c, sd_ = l.stride_d;
     integer_ = !type_info(d.a_type).is_float;
+    int_out_ = !type_info(d.d_type).is_float;
   }
 
   size_t workspace_bytes() const override { return 0; }
@@ -186,6 +177,7 @@ class CpuKernel final : public Kernel {
     s += "; epilogue in f64 -> " + std::string(type_name(d_.d_type));
     s += std::string(", activation ") + act_name(d_.activation);
     if (d_.bias) s += ", bias";
+    if (!integer_) s += "; columns of B with Inf/NaN summed over A's named positions only (as the tensor cores)";
     return s;
   }
 
@@ -193,12 +185,6 @@ class CpuKernel final : public Kernel {
            void* /*workspace*/, void* /*stream*/) const override {
     const auto* st = dynamic_cast<const CpuStorage*>(a.impl().storage.get());
     if (st == nullptr) fail(Status::invalid_argument, "cpu: A is not in host memory (compressed by another backend)");
-    if (bias != nullptr && !type_info(d_.d_type).is_float)
-      for (int64_t i = 0; i < d_.m; ++i)
-        if (!std::isfinite(bias[i]))
-          fail(Status::invalid_argument, "Plan::run: bias[" + std::to_string(i) + "] = " + std::to_string(bias[i]) +
-                                             " is not finite; the integer d_type " +
-                                             std::string(type_name(d_.d_type)) + " cannot hold it");
     if (integer_)
       run_int(*st, b, c, d, alpha, beta, bias);
     else
@@ -239,14 +225,14 @@ class CpuKernel final : public Kernel {
   template <class Acc>
   void epilogue(int64_t e, Acc&& acc, const void* c, void* d, float alpha, float beta, const float* bias) const {
     const int64_t n = d_.n;
-    const double al = alpha, be = beta;
+    const TypeInfo& dt = type_info(d_.d_type);
     parallel_for(d_.m, static_cast<double>(n) * 40, [&](int64_t r0, int64_t r1) {
       for (int64_t i = r0; i < r1; ++i)
         for (int64_t j = 0; j < n; ++j) {
-          double v = al * acc(i, j);
-          if (beta != 0.0f) v += be * c_dec_(load_element(c, e * sc_ + cd_index(i, j, ldc_), c_dec_.bits()));
-          if (bias != nullptr) v += static_cast<double>(bias[i]);
-          v = activate(v, d_.activation);
+          const double cv = beta != 0.0f ? c_dec_(load_element(c, e * sc_ + cd_index(i, j, ldc_), c_dec_.bits())) : 0.0;
+          double v = epilogue_value(acc(i, j), alpha, beta, cv, bias != nullptr, bias ? bias[i] : 0.0,
+                                    static_cast<int>(d_.activation));
+          if (int_out_) v = to_integer_output(v, dt.min_value, dt.max_finite);
           store_element(d, e * sd_ + cd_index(i, j, ldd_), d_bits_, encode(d_.d_type, v));
         }
     });
@@ -268,10 +254,42 @@ class CpuKernel final : public Kernel {
       cblas_sgemm(CblasRowMajor, CblasNoTrans, brow ? CblasNoTrans : CblasTrans, static_cast<int>(m),
                   static_cast<int>(n), static_cast<int>(k), 1.0f, av.data(), static_cast<int>(k), bv.data(),
                   static_cast<int>(brow ? n : k), 0.0f, acc.data(), static_cast<int>(n));
+      resum_nonfinite_columns(st.entries[static_cast<size_t>(ai)], av, bv, !brow, acc);
       epilogue(
           e, [&](int64_t i, int64_t j) { return static_cast<double>(acc[static_cast<size_t>(i * n + j)]); }, c, d,
           alpha, beta, bias);
     }
+  }
+
+  // Columns j of B holding an Inf or NaN: acc(i, j) again, over the positions A's metadata names
+  // in row i (those the tensor cores read), instead of every k. b holds B(kk, j) at
+  // b[kk·n + j] (transposed = false) or b[j·k + kk].
+  void resum_nonfinite_columns(const Compressed& entry, const std::vector<float>& a, const std::vector<float>& b,
+                               bool transposed, std::vector<float>& acc) const {
+    const int64_t m = d_.m, n = d_.n, k = d_.k;
+    const auto bat = [&](int64_t kk, int64_t j) { return b[static_cast<size_t>(transposed ? j * k + kk : kk * n + j)]; };
+    std::vector<int64_t> cols;
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t kk = 0; kk < k; ++kk)
+        if (!std::isfinite(bat(kk, j))) {
+          cols.push_back(j);
+          break;
+        }
+    if (cols.empty()) return;
+    // Named positions: decompress a copy whose stored values are all non-zero markers.
+    Compressed marks = entry;
+    const uint64_t one = encode(entry.type, 1.0);
+    for (auto& v : marks.values.bits) v = one;
+    const Matrix named = decompress(marks);
+    parallel_for(m, static_cast<double>(k) * static_cast<double>(cols.size()), [&](int64_t r0, int64_t r1) {
+      for (int64_t i = r0; i < r1; ++i)
+        for (int64_t j : cols) {
+          double sum = 0.0;
+          for (int64_t kk = 0; kk < k; ++kk)
+            if (named.at(i, kk) != 0) sum += static_cast<double>(a[static_cast<size_t>(i * k + kk)]) * bat(kk, j);
+          acc[static_cast<size_t>(i * n + j)] = static_cast<float>(sum);
+        }
+    });
   }
 
   void run_int(const CpuStorage& st, const void* b, const void* c, void* d, float alpha, float beta,
@@ -318,7 +336,7 @@ class CpuKernel final : public Kernel {
   Decoder a_dec_, b_dec_, c_dec_;
   int d_bits_;
   int64_t ldb_ = 0, ldc_ = 0, ldd_ = 0, sb_ = 0, sc_ = 0, sd_ = 0;
-  bool integer_ = false;
+  bool integer_ = false, int_out_ = false;
 };
 
 // ------------------------------------------------------------------ backend
@@ -328,7 +346,17 @@ class CpuBackend final : public Backend {
   Device device() const override { return Device::cpu; }
   std::string name() const override { return "CPU (" + std::to_string(hw_threads()) + " threads)"; }
   int compute_capability() const override { return 0; }
-  std::vector<TypeCombo> types() const override { return api_type_combos(); }
+  bool runs(const TypeCombo&, std::string*) const override { return true; }  // every row of the API's table
+
+  void check_memory(const void* p, size_t /*bytes*/, const char* what) const override {
+#ifdef SPMMA_HAVE_CUDA
+    if (is_device_pointer(p))
+      fail(Status::invalid_argument, std::string(what) + " is GPU memory; a CPU handle computes on host memory "
+                                                         "(copy it to the host, or use a GPU Handle)");
+#else
+    (void)p, (void)what;
+#endif
+  }
 
   std::unique_ptr<Kernel> plan(const MatmulDesc& desc) override {
     // matmul.cpp validated the description against api_type_combos(): the CPU runs all of it.

@@ -1,8 +1,10 @@
 // The matmul API's glue: the checks that do not depend on where the product runs (shapes,
 // types, leading dimensions, strides, pointers), the handle's choice of backend, and dispatch to
 // detail::Backend (src/api/backend.hpp). Rules are documented in docs/api.md.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <string>
 #include <tuple>
@@ -22,9 +24,10 @@ namespace spmma {
 namespace detail {
 
 // Every (A, B, C/D) combination the API describes: the sparse-capable A types with their
-// natural B (the same type; fp8 also mixes e4m3 / e5m2), C/D {f16, bf16, f32} with an f32
-// accumulator for floats, {s32, s8} with an s32 accumulator for integers. The CPU backend runs
-// all of them (cpu_backend.cpp returns this table); a GPU backend runs a subset.
+// natural B (the same type; fp8 mixes e4m3 / e5m2 and the integers mix signedness, as the
+// mma.sp / wgmma.sp forms do), C/D {f16, bf16, f32} with an f32 accumulator for floats,
+// {s32, s8} with an s32 accumulator for integers. The CPU backend runs all of them; a GPU
+// backend runs the rows its Backend::runs accepts.
 const std::vector<TypeCombo>& api_type_combos() {
   static const std::vector<TypeCombo> table = [] {
     using T = ElemType;
@@ -33,7 +36,8 @@ const std::vector<TypeCombo>& api_type_combos() {
     };
     const AB float_ab[] = {{T::f16, T::f16},   {T::bf16, T::bf16}, {T::tf32, T::tf32}, {T::e4m3, T::e4m3},
                            {T::e4m3, T::e5m2}, {T::e5m2, T::e4m3}, {T::e5m2, T::e5m2}};
-    const AB int_ab[] = {{T::s8, T::s8}, {T::u8, T::u8}, {T::s4, T::s4}, {T::u4, T::u4}};
+    const AB int_ab[] = {{T::s8, T::s8}, {T::s8, T::u8}, {T::u8, T::s8}, {T::u8, T::u8},
+                         {T::s4, T::s4}, {T::s4, T::u4}, {T::u4, T::s4}, {T::u4, T::u4}};
     std::vector<TypeCombo> t;
     for (const AB& ab : float_ab)
       for (T cd : {T::f16, T::bf16, T::f32}) t.push_back({ab.a, ab.b, cd, T::f32});
@@ -42,6 +46,20 @@ const std::vector<TypeCombo>& api_type_combos() {
     return t;
   }();
   return table;
+}
+
+OperandLayout operand_layout(const MatmulDesc& d) {
+  const bool brow = d.b_order == Order::row_major, cdrow = d.cd_order == Order::row_major;
+  OperandLayout l;
+  l.ldb = d.ldb ? d.ldb : (brow ? d.n : d.k);
+  l.ldc = d.ldc ? d.ldc : (cdrow ? d.n : d.m);
+  l.ldd = d.ldd ? d.ldd : (cdrow ? d.n : d.m);
+  if (d.batch > 1) {
+    l.stride_b = d.stride_b ? d.stride_b : l.ldb * (brow ? d.k : d.n);
+    l.stride_c = d.stride_c ? d.stride_c : l.ldc * (cdrow ? d.m : d.n);
+    l.stride_d = d.stride_d ? d.stride_d : l.ldd * (cdrow ? d.m : d.n);
+  }
+  return l;
 }
 
 }  // namespace detail
@@ -180,6 +198,37 @@ detail::Backend& backend_of(Handle& h) {
   return *h.impl().backend;
 }
 
+int elem_bytes(ElemType t) { return std::max(1, memory_bits(t) / 8); }
+
+std::string hex_address(const void* p) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%p", p);
+  return buf;
+}
+
+void check_aligned(const char* who, const char* what, const void* p, int64_t align, const std::string& rule) {
+  if (reinterpret_cast<uintptr_t>(p) % static_cast<uintptr_t>(align) != 0)
+    fail(Status::invalid_argument, std::string(who) + ": " + what + " = " + hex_address(p) + " is not " +
+                                       str(align) + "-byte aligned (" + rule + ")");
+}
+
+// Bytes from a matrix's first element to the end of its last, over a batch of them.
+size_t extent_bytes(int64_t rows, int64_t cols, int64_t ld, bool row_major, int64_t batch, int64_t stride, ElemType t) {
+  int64_t elems = row_major ? (rows - 1) * ld + cols : (cols - 1) * ld + rows;
+  if (batch > 1) elems += (batch - 1) * stride;
+  return static_cast<size_t>((elems * memory_bits(t) + 7) / 8);
+}
+
+struct Range {
+  const char* name;
+  const void* p;
+  size_t bytes;
+};
+bool overlap(const Range& x, const Range& y) {
+  const auto a = reinterpret_cast<uintptr_t>(x.p), b = reinterpret_cast<uintptr_t>(y.p);
+  return x.p && y.p && x.bytes && y.bytes && a < b + y.bytes && b < a + x.bytes;
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------ MatmulDesc
@@ -218,6 +267,11 @@ void MatmulDesc::validate() const {
                cdrow ? "ldc x m" : "ldc x n", c_type);
   check_stride("stride_d", stride_d, batch, checked_mul(ed, cdrow ? m : n, "ldd x m"),
                cdrow ? "ldd x m" : "ldd x n", d_type);
+  const int b_elem = std::max(1, memory_bits(b_type) / 8);
+  if (b_alignment < b_elem || (b_alignment & (b_alignment - 1)) != 0)
+    fail(Status::invalid_argument, "MatmulDesc.b_alignment = " + str(int64_t{b_alignment}) +
+                                       " must be a power of two of at least B's element size (" + str(int64_t{b_elem}) +
+                                       " byte" + (b_elem == 1 ? "" : "s") + " for " + str(b_type) + ")");
   // The byte extent of a batch must fit in 64 bits.
   for (auto [what, ld, rows, stride] :
        {std::tuple{"B", eb, brow ? k : n, stride_b}, std::tuple{"C", ec, cdrow ? m : n, stride_c},
@@ -258,25 +312,38 @@ Compressed SparseMatrix::to_host(int64_t b) const {
 
 // ------------------------------------------------------------------ Handle
 
-Handle::Handle(Device d) : impl_(std::make_unique<Impl>()) {
+namespace {
+// The GPU backend, or null with `why` (no CUDA build, no device, kernels that do not load).
+std::unique_ptr<detail::Backend> gpu_backend(int ordinal, std::string* why) {
+#ifdef SPMMA_HAVE_CUDA
+  return detail::make_gpu_backend(ordinal, why);
+#else
+  (void)ordinal;
+  *why = "spmma was built without CUDA (SPMMA_WITH_CUDA=OFF or no nvcc)";
+  return nullptr;
+#endif
+}
+}  // namespace
+
+Handle::Handle(Device d, int gpu_ordinal) : impl_(std::make_unique<Impl>()) {
+  if (gpu_ordinal < -1)
+    fail(Status::invalid_argument, "Handle: gpu_ordinal = " + str(int64_t{gpu_ordinal}) +
+                                       " is not a CUDA device (-1 means the current device)");
   switch (d) {
     case Device::cpu: impl_->backend = detail::make_cpu_backend(); break;
     case Device::gpu: {
-#ifdef SPMMA_HAVE_CUDA
       std::string why;
-      impl_->backend = detail::make_gpu_backend(&why);
+      impl_->backend = gpu_backend(gpu_ordinal, &why);
       if (!impl_->backend) fail(Status::not_supported, "Device::gpu: no GPU: " + why);
-#else
-      fail(Status::not_supported, "Device::gpu: no GPU: spmma was built without CUDA (SPMMA_WITH_CUDA=OFF or no nvcc)");
-#endif
       break;
     }
     case Device::automatic: {
-#ifdef SPMMA_HAVE_CUDA
       std::string why;
-      impl_->backend = detail::make_gpu_backend(&why);
-#endif
-      if (!impl_->backend) impl_->backend = detail::make_cpu_backend();
+      impl_->backend = gpu_backend(gpu_ordinal, &why);
+      if (!impl_->backend) {
+        impl_->backend = detail::make_cpu_backend();
+        impl_->fallback_reason = why;
+      }
       break;
     }
     default: fail(Status::invalid_argument, "Handle: device = " + str(static_cast<int64_t>(d)) + " is not a Device");
@@ -287,6 +354,8 @@ Handle::~Handle() = default;
 Device Handle::device() const { return impl_->backend->device(); }
 std::string Handle::device_name() const { return impl_->backend->name(); }
 int Handle::compute_capability() const { return impl_->backend->compute_capability(); }
+int Handle::gpu_ordinal() const { return impl_->backend->gpu_ordinal(); }
+std::string Handle::fallback_reason() const { return impl_->fallback_reason; }
 
 // ------------------------------------------------------------------ compress / upload
 
@@ -319,7 +388,11 @@ SparseMatrix compress(Handle& h, const MatmulDesc& desc, const void* a, int64_t 
                                          str(desc.a_type) + ": each batch entry starts on a byte");
     checked_mul(estride, count * 4, "the batch of A");
   }
-  auto storage = backend_of(h).compress(desc, a, elda, estride, mode, stream);
+  check_aligned("compress", "a", a, elem_bytes(desc.a_type),
+                "A's elements are " + str(desc.a_type) + ", " + str(int64_t{elem_bytes(desc.a_type)}) + " byte(s) each");
+  detail::Backend& be = backend_of(h);
+  be.check_memory(a, extent_bytes(desc.m, desc.k, elda, true, count, estride, desc.a_type), "compress: a");
+  auto storage = be.compress(desc, a, elda, estride, mode, stream);
   return SparseMatrix(make_impl(desc, std::move(storage)));
 }
 
@@ -361,9 +434,20 @@ SparseMatrix upload(Handle& h, const MatmulDesc& desc, const std::vector<Compres
 
 Plan::Plan(Handle& h, const MatmulDesc& desc) : impl_(std::make_unique<Impl>()) {
   desc.validate();
+  detail::Backend& be = backend_of(h);
+  // The combination must be a row the backend runs: the same predicate supported_types uses.
+  for (auto [field, t] : {std::pair{"c_type", desc.c_type}, std::pair{"d_type", desc.d_type}}) {
+    std::string why;
+    if (!be.runs(TypeCombo{desc.a_type, desc.b_type, t, ElemType::f32}, &why))
+      fail(Status::not_supported, std::string("MatmulDesc: a_type ") + str(desc.a_type) + ", b_type " + str(desc.b_type) +
+                                      ", " + field + " " + str(t) + " does not run on " + be.name() + ": " + why);
+  }
   impl_->desc = desc;
-  impl_->device = h.device();
-  impl_->kernel = backend_of(h).plan(desc);
+  impl_->layout = detail::operand_layout(desc);
+  impl_->device = be.device();
+  impl_->gpu_ordinal = be.gpu_ordinal();
+  impl_->backend = h.impl().backend;
+  impl_->kernel = be.plan(desc);
   if (!impl_->kernel) fail(Status::internal, "backend returned no kernel for a valid description");
 }
 Plan::~Plan() = default;
@@ -373,6 +457,54 @@ namespace {
 const Plan::Impl& need_plan(const std::unique_ptr<Plan::Impl>& p) {
   if (!p) fail(Status::invalid_argument, "Plan is empty (moved from)");
   return *p;
+}
+
+// Alignment, aliasing and memory-space rules of Plan::run's pointers (docs/api.md, "Pointers and
+// alignment"), the same on both backends. c is null when C is not read (beta == 0).
+void check_operands(const Plan::Impl& p, const void* b, const void* c, void* d, const float* bias, void* ws) {
+  const MatmulDesc& m = p.desc;
+  const detail::OperandLayout& l = p.layout;
+  const char* who = "Plan::run";
+  const auto elem_rule = [](ElemType t) {
+    return "elements of " + str(t) + " are " + str(int64_t{elem_bytes(t)}) + " byte(s)";
+  };
+  check_aligned(who, "b", b, m.b_alignment,
+                m.b_alignment == elem_bytes(m.b_type)
+                    ? elem_rule(m.b_type)
+                    : "MatmulDesc.b_alignment = " + str(int64_t{m.b_alignment}) +
+                          " promises it; plan with a smaller b_alignment for a less aligned B");
+  if (c) check_aligned(who, "c", c, elem_bytes(m.c_type), elem_rule(m.c_type));
+  check_aligned(who, "d", d, elem_bytes(m.d_type), elem_rule(m.d_type));
+  if (bias) check_aligned(who, "bias", bias, 4, "f32 values");
+  if (ws) check_aligned(who, "workspace", ws, 16, "the kernels read B from it with 16-byte copies");
+
+  const bool brow = m.b_order == Order::row_major, cdrow = m.cd_order == Order::row_major;
+  const Range rb{"b", b, extent_bytes(m.k, m.n, l.ldb, brow, m.batch, l.stride_b, m.b_type)};
+  const Range rc{"c", c, c ? extent_bytes(m.m, m.n, l.ldc, cdrow, m.batch, l.stride_c, m.c_type) : 0};
+  const Range rd{"d", d, extent_bytes(m.m, m.n, l.ldd, cdrow, m.batch, l.stride_d, m.d_type)};
+  const Range rbias{"bias", bias, bias ? static_cast<size_t>(m.m) * 4 : 0};
+  const Range rws{"workspace", ws, ws ? p.kernel->workspace_bytes() : 0};
+  if (c == d) {
+    if (m.c_type != m.d_type || l.ldc != l.ldd || l.stride_c != l.stride_d)
+      fail(Status::invalid_argument,
+           "Plan::run: c == d (in place) needs C and D of one type, leading dimension and stride; here C is " +
+               str(m.c_type) + " ldc " + str(l.ldc) + " stride " + str(l.stride_c) + ", D is " + str(m.d_type) +
+               " ldd " + str(l.ldd) + " stride " + str(l.stride_d));
+  } else if (overlap(rc, rd)) {
+    fail(Status::invalid_argument, "Plan::run: C [" + hex_address(c) + ", +" + std::to_string(rc.bytes) +
+                                       " bytes) and D [" + hex_address(d) + ", +" + std::to_string(rd.bytes) +
+                                       " bytes) overlap without being the same matrix (c == d)");
+  }
+  for (const Range& other : {rb, rbias, rws})
+    if (overlap(rd, other))
+      fail(Status::invalid_argument, std::string("Plan::run: D [") + hex_address(d) + ", +" + std::to_string(rd.bytes) +
+                                         " bytes) overlaps " + other.name + " [" + hex_address(other.p) + ", +" +
+                                         std::to_string(other.bytes) + " bytes): D is written while it is read");
+  for (const Range& other : {rb, rc, rbias})
+    if (overlap(rws, other))
+      fail(Status::invalid_argument, std::string("Plan::run: the workspace overlaps ") + other.name);
+  for (const Range& r : {rb, rc, rd, rbias, rws})
+    if (r.p) p.backend->check_memory(r.p, r.bytes, (std::string("Plan::run: ") + r.name).c_str());
 }
 }  // namespace
 
@@ -402,6 +534,10 @@ void Plan::run(const SparseMatrix& a, const void* b, const void* c, void* d, flo
     fail(Status::invalid_argument, std::string("Plan::run: A was compressed for the ") +
                                        (a.on_device() ? "GPU" : "CPU") + ", the plan runs on the " +
                                        (gpu_plan ? "GPU" : "CPU"));
+  if (gpu_plan && ai.storage->gpu_ordinal() != p.gpu_ordinal)
+    fail(Status::invalid_argument, "Plan::run: A lives on CUDA device " + str(int64_t{ai.storage->gpu_ordinal()}) +
+                                       ", the plan runs on device " + str(int64_t{p.gpu_ordinal}) +
+                                       " (compress or upload A with a Handle of the plan's device)");
   if (b == nullptr) fail(Status::invalid_argument, "Plan::run: b is null");
   if (d == nullptr) fail(Status::invalid_argument, "Plan::run: d is null");
   if (c == nullptr && beta != 0.0f)
@@ -415,28 +551,35 @@ void Plan::run(const SparseMatrix& a, const void* b, const void* c, void* d, flo
         fail(Status::invalid_argument, std::string("Plan::run: ") + name + " = " + std::to_string(v) +
                                            " is not finite; the integer d_type " + str(desc.d_type) + " cannot hold it");
   }
-  if (workspace == nullptr && p.kernel->workspace_bytes() > 0)
-    fail(Status::invalid_argument, "Plan::run: workspace is null, the plan needs " +
-                                       std::to_string(p.kernel->workspace_bytes()) + " bytes");
-  p.kernel->run(a, b, c, d, alpha, beta, bias, workspace, stream);
+  const size_t ws_bytes = p.kernel->workspace_bytes();
+  if (workspace == nullptr && ws_bytes > 0)
+    fail(Status::invalid_argument, "Plan::run: workspace is null, the plan needs " + std::to_string(ws_bytes) + " bytes");
+  check_operands(p, b, beta != 0.0f ? c : nullptr, d, bias, ws_bytes ? workspace : nullptr);
+  p.kernel->run(a, b, beta != 0.0f ? c : nullptr, d, alpha, beta, bias, workspace, stream);
 }
 
 // ------------------------------------------------------------------ supported_types
 
+namespace {
+std::vector<TypeCombo> runnable(const detail::Backend& be) {
+  std::vector<TypeCombo> out;
+  for (const TypeCombo& t : detail::api_type_combos())
+    if (be.runs(t, nullptr)) out.push_back(t);
+  return out;
+}
+}  // namespace
+
+std::vector<TypeCombo> supported_types(const Handle& h) { return runnable(*h.impl().backend); }
+
 std::vector<TypeCombo> supported_types(Device d) {
   switch (d) {
-    case Device::cpu: return detail::make_cpu_backend()->types();
+    case Device::cpu: return runnable(*detail::make_cpu_backend());
     case Device::gpu: {
-#ifdef SPMMA_HAVE_CUDA
       std::string why;
-      if (auto g = detail::make_gpu_backend(&why)) return g->types();
-#endif
+      if (auto g = gpu_backend(-1, &why)) return runnable(*g);
       return {};
     }
-    case Device::automatic: {
-      Handle h(Device::automatic);
-      return h.impl().backend->types();
-    }
+    case Device::automatic: return supported_types(Handle(Device::automatic));
   }
   fail(Status::invalid_argument, "supported_types: device = " + str(static_cast<int64_t>(d)) + " is not a Device");
 }

@@ -4,11 +4,11 @@
 #include "spmma/sparse.hpp"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstdio>
 #include <string>
 
+#include "spmma/detail/chunk_select.hpp"
 #include "spmma/error.hpp"
 
 namespace spmma {
@@ -38,53 +38,15 @@ constexpr TypePattern kTypePatterns[] = {
     {ElemType::e2m1, Pattern::p2_4},        // .kind::f8f6f4
 };
 
-// Every pattern is described over 4 "slots" of 2-bit indices: a 2:4 slot is an element, a 4:8
-// slot is a pair, and a 1:2 slot is a 16-bit half of the 32-bit pair (element e = slots 2e, 2e+1),
-// which is how PTX writes the tf32 nibbles. The nibble for a set of occupied slots (<= 2 slots
-// for 2:4 / 4:8, one whole element for 1:2) is PyTorch's choice
-// (torch/sparse/_semi_structured_conversions.py):
-//   two slots a < b -> a | b << 2;   none -> 0xE;  only 3 -> 0xE;  only 2 -> 0xE;
-//   only 1 -> 0x9 (slots 1,2);        only 0 -> 0x8 (slots 0,2).
-// For 1:2: element 0 (slots 0,1) -> 0x4, element 1 (slots 2,3) -> 0xE, none -> 0xE.
-uint8_t nibble_for_slots(unsigned slots) {
-  switch (slots) {
-    case 0b0000: return 0xE;
-    case 0b1000: return 0xE;
-    case 0b0100: return 0xE;
-    case 0b0010: return 0x9;
-    case 0b0001: return 0x8;
-    default: break;
-  }
-  unsigned lo = 0;
-  while (!(slots & (1u << lo))) ++lo;
-  unsigned hi = lo + 1;
-  while (!(slots & (1u << hi))) ++hi;
-  return static_cast<uint8_t>(lo | (hi << 2));
-}
-
-// Groups in a chunk (elements, or pairs for 4:8) and how many of them are kept.
-int groups_per_chunk(const PatternInfo& info) { return info.chunk / info.group; }
-int kept_groups(const PatternInfo& info) { return info.kept / info.group; }
-
-// The nibble for a mask of non-zero groups (bit g = group g holds a non-zero).
-uint8_t nibble_for_groups(Pattern p, unsigned groups) {
-  if (p == Pattern::p1_2) {
-    unsigned slots = ((groups & 1u) ? 0b0011u : 0u) | ((groups & 2u) ? 0b1100u : 0u);
-    return nibble_for_slots(slots);
-  }
-  return nibble_for_slots(groups);
-}
-
-// The dense group that each stored group goes to; returns the number of stored groups.
-int stored_groups(Pattern p, uint8_t nibble, std::array<int, 2>& dense_group) {
-  if (p == Pattern::p1_2) {
-    dense_group[0] = (nibble == 0xE) ? 1 : 0;
-    return 1;
-  }
-  dense_group[0] = nibble & 0x3;
-  dense_group[1] = (nibble >> 2) & 0x3;
-  return 2;
-}
+// The per-chunk rules (kept groups, nibbles, stored values) live in spmma/detail/chunk_select.hpp,
+// shared with the GPU compressor. The host instantiates them with exact values through decode(),
+// which covers every sparse type.
+struct ValueRule {
+  ElemType t;
+  bool is_nan(uint64_t b) const { return spmma::is_nan(t, b); }
+  bool is_zero(uint64_t b) const { return spmma::is_zero(t, b); }
+  double magnitude(uint64_t b) const { return std::fabs(decode(t, b)); }
+};
 
 std::string hex_nibble(unsigned v) {
   char buf[24];
@@ -161,28 +123,28 @@ template <class On>
 std::optional<Violation> scan(int64_t rows, int64_t cols, const PatternInfo& info, PairRule rule, const Nouns& nouns,
                               On on) {
   const int64_t chunks = cols / info.chunk;
-  const int groups = groups_per_chunk(info);
-  const int max_groups = kept_groups(info);
+  const detail::ChunkShape shape = detail::chunk_shape(info.pattern);
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t c = 0; c < chunks; ++c) {
       const int64_t first = c * info.chunk;
       int elems = 0, nz_groups = 0, half_group = -1;
-      for (int g = 0; g < groups; ++g) {
+      unsigned nz_mask = 0;
+      for (int g = 0; g < shape.groups(); ++g) {
         int in_group = 0;
         for (int e = 0; e < info.group; ++e) in_group += on(r, first + g * info.group + e) ? 1 : 0;
         elems += in_group;
-        if (in_group > 0) ++nz_groups;
+        if (in_group > 0) ++nz_groups, nz_mask |= 1u << g;
         if (in_group > 0 && in_group < info.group && half_group < 0) half_group = g;
       }
       std::string msg;
-      if (nz_groups > max_groups) {
+      if (detail::too_many_groups(shape, nz_mask)) {
         if (info.group == 1) {
           msg = chunk_where(r, c, info) + ": " + std::to_string(elems) + " " + nouns.elems + ", " + info.name +
                 " allows at most " + std::to_string(info.kept);
         } else {
           msg = chunk_where(r, c, info) + ": " + std::to_string(nz_groups) + " " + nouns.pairs + " (" +
                 std::to_string(elems) + " " + nouns.elems + "), " + info.name + " allows at most " +
-                std::to_string(max_groups) + " " + nouns.pairs;
+                std::to_string(shape.kept_groups()) + " " + nouns.pairs;
         }
       } else if (half_group >= 0 && rule == PairRule::both_or_neither) {
         const int64_t pc = first + half_group * info.group;
@@ -196,17 +158,6 @@ std::optional<Violation> scan(int64_t rows, int64_t cols, const PatternInfo& inf
   }
   return std::nullopt;
 }
-
-// Magnitude key of a group for prune_magnitude: NaN above everything, then sum of |x|.
-struct Key {
-  bool nan = false;
-  double mag = 0.0;
-  bool operator>(const Key& o) const {
-    if (nan != o.nan) return nan;
-    if (nan) return false;  // NaN vs NaN: a tie
-    return mag > o.mag;
-  }
-};
 
 }  // namespace
 
@@ -271,39 +222,15 @@ Matrix prune_magnitude(const Matrix& dense) { return prune_magnitude(dense, patt
 
 Matrix prune_magnitude(const Matrix& dense, Pattern p) {
   const PatternInfo& info = checked_dense(dense, p, "prune_magnitude");
-  const int groups = groups_per_chunk(info);
-  const int keep = kept_groups(info);
+  const detail::ChunkShape shape = detail::chunk_shape(info.pattern);
+  const ValueRule rule{dense.type};
   Matrix out(dense.type, dense.rows, dense.cols);
-  const int64_t chunks = dense.cols / info.chunk;
-  for (int64_t r = 0; r < dense.rows; ++r) {
-    for (int64_t c = 0; c < chunks; ++c) {
-      const int64_t first = c * info.chunk;
-      std::array<Key, 4> key{};
-      std::array<int, 4> order{};
-      for (int g = 0; g < groups; ++g) {
-        order[static_cast<size_t>(g)] = g;
-        Key& k = key[static_cast<size_t>(g)];
-        for (int e = 0; e < info.group; ++e) {
-          const uint64_t b = dense.at(r, first + g * info.group + e);
-          if (is_nan(dense.type, b)) {
-            k.nan = true;
-          } else {
-            k.mag += std::fabs(decode(dense.type, b));
-          }
-        }
-      }
-      // Stable: among equal keys the lower group (column) comes first.
-      std::stable_sort(order.begin(), order.begin() + groups,
-                       [&](int a, int b) { return key[static_cast<size_t>(a)] > key[static_cast<size_t>(b)]; });
-      for (int i = 0; i < keep; ++i) {
-        const int g = order[static_cast<size_t>(i)];
-        for (int e = 0; e < info.group; ++e) {
-          const int64_t col = first + g * info.group + e;
-          out.at(r, col) = dense.at(r, col);
-        }
-      }
+  for (int64_t r = 0; r < dense.rows; ++r)
+    for (int64_t first = 0; first < dense.cols; first += info.chunk) {
+      uint64_t* x = &out.at(r, first);
+      std::copy_n(dense.bits.data() + r * dense.cols + first, info.chunk, x);
+      detail::prune_chunk(rule, shape, x);
     }
-  }
   return out;
 }
 
@@ -392,25 +319,13 @@ Compressed compress(const Matrix& dense, Pattern p, bool ordered_metadata) {
   const int64_t chunks = c.chunks_per_row();
   const int64_t words = c.meta_words_per_row();
   c.metadata.assign(static_cast<size_t>(dense.rows * words), 0);
-  const int groups = groups_per_chunk(info);
-
-  for (int64_t r = 0; r < dense.rows; ++r) {
-    for (int64_t ch = 0; ch < chunks; ++ch) {
-      const int64_t first = ch * info.chunk;
-      unsigned nz = 0;
-      for (int g = 0; g < groups; ++g)
-        for (int e = 0; e < info.group; ++e)
-          if (!is_zero(dense.type, dense.at(r, first + g * info.group + e))) nz |= 1u << g;
-      const uint8_t nib = nibble_for_groups(info.pattern, nz);
-      c.set_nibble(r, ch, nib);
-      std::array<int, 2> dg{};
-      const int n = stored_groups(info.pattern, nib, dg);
-      for (int s = 0; s < n; ++s)
-        for (int e = 0; e < info.group; ++e)
-          c.values.at(r, ch * info.kept + s * info.group + e) =
-              dense.at(r, first + dg[static_cast<size_t>(s)] * info.group + e);
-    }
-  }
+  const detail::ChunkShape shape = detail::chunk_shape(info.pattern);
+  const ValueRule rule{dense.type};
+  for (int64_t r = 0; r < dense.rows; ++r)
+    for (int64_t ch = 0; ch < chunks; ++ch)
+      c.set_nibble(r, ch,
+                   detail::compress_chunk(rule, shape, dense.bits.data() + r * dense.cols + ch * info.chunk,
+                                          &c.values.at(r, ch * info.kept)));
   return c;
 }
 
@@ -434,6 +349,7 @@ Matrix decompress(const Compressed& c) {
                                        " words, expected " + std::to_string(c.rows) + " rows x " +
                                        std::to_string(words) + " = " + std::to_string(c.rows * words));
 
+  const detail::ChunkShape shape = detail::chunk_shape(info.pattern);
   Matrix out(c.type, c.rows, c.cols);
   for (int64_t r = 0; r < c.rows; ++r) {
     for (int64_t ch = 0; ch < chunks; ++ch) {
@@ -444,12 +360,11 @@ Matrix decompress(const Compressed& c) {
                                         (info.pattern == Pattern::p1_2 ? std::string()
                                                                        : (c.ordered ? " ordered" : " unordered")) +
                                         " metadata (valid: " + valid_list(info.pattern, c.ordered) + ")");
-      std::array<int, 2> dg{};
-      const int n = stored_groups(info.pattern, nib, dg);
+      int dg[2] = {0, 0};
+      const int n = detail::stored_groups(shape, nib, dg);
       for (int s = 0; s < n; ++s)
         for (int e = 0; e < info.group; ++e)
-          out.at(r, ch * info.chunk + dg[static_cast<size_t>(s)] * info.group + e) =
-              c.values.at(r, ch * info.kept + s * info.group + e);
+          out.at(r, ch * info.chunk + dg[s] * info.group + e) = c.values.at(r, ch * info.kept + s * info.group + e);
     }
     // Padding nibbles of the row's last word must be zero.
     for (int64_t ch = chunks; ch < words * 4; ++ch) {
@@ -463,5 +378,42 @@ Matrix decompress(const Compressed& c) {
   }
   return out;
 }
+
+// ------------------------------------------------------------------ the shared chunk rules (chunk_select.hpp)
+
+namespace detail {
+
+ChunkShape chunk_shape(Pattern p) {
+  const PatternInfo& info = pattern_info(p);
+  return ChunkShape{info.chunk, info.kept, info.group};
+}
+
+ElemRule elem_rule(ElemType t, Pattern p) {
+  check_type_pattern(t, p, "elem_rule");
+  const TypeInfo& ti = type_info(t);
+  if (ti.is_float && pattern_info(p).group > 1)
+    fail(Status::not_supported, "elem_rule: " + std::string(ti.name) + " under " + pattern_info(p).name +
+                                    ": pairs of floats are ranked by the sum of their values, which raw bits do not give");
+  auto mask = [](int bits) { return bits >= 32 ? ~0u : (1u << bits) - 1u; };
+  ElemRule r;
+  if (!ti.is_float) {
+    r.kind = ti.is_signed ? ElemRule::int_signed : ElemRule::int_unsigned;
+    r.int_bits = ti.bits;
+    r.value_mask = mask(ti.bits);
+    return r;
+  }
+  // A signed float: sign, exponent, mantissa from the top of its `bits`; what lies below them is
+  // ignored by decode() (tf32: the low 13 bits of its f32 pattern), what lies above them (the
+  // 8-bit containers of e3m2, e2m3, e2m1) too.
+  const int low = ti.bits - 1 - ti.exp_bits - ti.man_bits;
+  r.kind = !ti.has_nan ? ElemRule::float_no_nan : ti.has_inf ? ElemRule::float_ieee : ElemRule::float_nan_all_ones;
+  r.man_mask = mask(ti.man_bits) << low;
+  r.exp_mask = mask(ti.exp_bits) << (low + ti.man_bits);
+  r.sign_mask = 1u << (ti.bits - 1);
+  r.value_mask = r.sign_mask | r.exp_mask | r.man_mask;
+  return r;
+}
+
+}  // namespace detail
 
 }  // namespace spmma

@@ -1,4 +1,5 @@
-// Host-side helpers shared by the CUDA sources: a checked CUDA call and an owning device buffer.
+// Host-side helpers shared by the CUDA sources: a checked CUDA call, an owning device buffer, a
+// scoped current device, and the per-device kernel attribute.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -11,10 +12,61 @@
 
 namespace spmma::cuda {
 
-// Throws Error(cuda_error) naming `what` and CUDA's message.
-inline void check(cudaError_t e, const std::string& what) {
-  if (e != cudaSuccess) fail(Status::cuda_error, what + ": " + cudaGetErrorString(e));
+// Errors after which the CUDA context is unusable: every later call of the process returns them.
+inline bool sticky(cudaError_t e) {
+  switch (e) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorLaunchFailure:
+    case cudaErrorAssert:
+    case cudaErrorECCUncorrectable:
+      return true;
+    default:
+      return false;
+  }
 }
+
+// Throws Error(cuda_error) naming `what` and CUDA's message; a sticky error says that the
+// context died earlier (an asynchronous kernel fault), not at `what`.
+inline void check(cudaError_t e, const std::string& what) {
+  if (e == cudaSuccess) return;
+  if (sticky(e))
+    fail(Status::cuda_error, what + ": " + cudaGetErrorString(e) +
+                                 " (a sticky error: a kernel failed earlier, asynchronously, and the CUDA context of "
+                                 "this process is no longer usable; the fault is not in this call)");
+  fail(Status::cuda_error, what + ": " + cudaGetErrorString(e));
+}
+
+// Makes `ordinal` the current device for the scope (when it is not already) and restores the
+// caller's current device at the end: every entry point of a Handle runs on its device.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int ordinal) {
+    check(cudaGetDevice(&prev_), "cudaGetDevice");
+    if (prev_ != ordinal) {
+      check(cudaSetDevice(ordinal), "cudaSetDevice(" + std::to_string(ordinal) + ")");
+      restore_ = true;
+    }
+  }
+  ~DeviceGuard() {
+    if (restore_) cudaSetDevice(prev_);
+  }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int prev_ = 0;
+  bool restore_ = false;
+};
+
+// cudaFuncSetAttribute(MaxDynamicSharedMemorySize) once per kernel and device (the attribute
+// belongs to the kernel as loaded on one device). Defined in device_check.cu.
+void set_smem_limit(const void* kernel, int bytes, const char* what);
 
 // `n` elements of T in device memory, freed with the object (empty when n is 0).
 template <class T>

@@ -2,11 +2,7 @@
 // and device code (the GPU compressor), so that the layout is written down exactly once.
 #pragma once
 
-#if defined(__CUDACC__)
-#define SPMMA_HD __host__ __device__
-#else
-#define SPMMA_HD
-#endif
+#include "spmma/detail/hd.hpp"
 
 namespace spmma::detail {
 

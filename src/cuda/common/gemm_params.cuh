@@ -1,10 +1,13 @@
 // What every sparse GEMM kernel of the GPU backend receives, and the epilogue they share:
-// D = act(alpha·acc + beta·C + bias), computed in double and rounded once into D's type.
+// D = act(alpha·acc + beta·C + bias), computed in double and rounded once into D's type, by the
+// host/device definition the CPU backend uses too (spmma/detail/epilogue.hpp).
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <cstdint>
+
+#include "spmma/detail/epilogue.hpp"
 
 namespace spmma::gemm {
 
@@ -20,13 +23,15 @@ struct Params {
   int64_t ldc, ldd;        // elements
   int cd_col_major;
   float alpha, beta;
-  int activation;          // 0 none, 1 relu, 2 gelu
+  int activation;          // detail::ActivationCode
   int meta_lanes;          // P = 8 · lanes per quad
   int64_t meta_groups;     // groups per 16-row block
   // batch strides (0: shared)
   int64_t batch_a_bytes, batch_meta_words, batch_b_bytes, batch_c, batch_d;
-  int out_type;            // OutType below
+  int out_type;            // OutType below: D's type
+  int c_type;              // OutType of C (C and D may differ, e.g. C s32 and D s8)
   int m_pad, batch;        // rows of A as stored (a multiple of kRowPad) and the batch count
+  int batch0;              // first batch entry of this launch (grids hold at most 65535 entries)
   // Split K (sm90 kernel): splits > 1 writes raw 32-bit accumulators to `partial`
   // (splits x batch x m_pad x n) for a reduce kernel; each split runs stages_per_split stages.
   int splits, stages_per_split;
@@ -44,15 +49,11 @@ __device__ __forceinline__ uint32_t smem_u32(const void* p) { return static_cast
 
 enum OutType : int { kOutF32 = 0, kOutBf16 = 1, kOutF16 = 2, kOutS32 = 3, kOutS8 = 4 };
 
-// The epilogue works in double: exact for every s32 accumulator and one rounding into D.
-__device__ __forceinline__ double activate(double x, int act) {
-  if (act == 1) return x > 0.0 ? x : 0.0;
-  if (act == 2) return 0.5 * x * (1.0 + erf(x * 0.70710678118654752));
-  return x;
-}
+// Batch entries one launch covers: a grid's y and z extents are at most 65535.
+constexpr int kMaxGridBatch = 65535;
 
-__device__ __forceinline__ double load_c(int out_type, const void* c, int64_t idx) {
-  switch (out_type) {
+__device__ __forceinline__ double load_c(int c_type, const void* c, int64_t idx) {
+  switch (c_type) {
     case kOutF32: return static_cast<const float*>(c)[idx];
     case kOutBf16: return __bfloat162float(static_cast<const __nv_bfloat16*>(c)[idx]);
     case kOutF16: return __half2float(static_cast<const __half*>(c)[idx]);
@@ -66,21 +67,22 @@ __device__ __forceinline__ void store_d(int out_type, void* d, int64_t idx, doub
     case kOutF32: static_cast<float*>(d)[idx] = static_cast<float>(v); break;
     case kOutBf16: static_cast<__nv_bfloat16*>(d)[idx] = __double2bfloat16(v); break;
     case kOutF16: static_cast<__half*>(d)[idx] = __double2half(v); break;
-    case kOutS32: static_cast<int32_t*>(d)[idx] = __double2int_rn(fmin(fmax(v, -2147483648.0), 2147483647.0)); break;
-    default: static_cast<int8_t*>(d)[idx] = static_cast<int8_t>(__double2int_rn(fmin(fmax(v, -128.0), 127.0))); break;
+    case kOutS32:
+      static_cast<int32_t*>(d)[idx] = static_cast<int32_t>(detail::to_integer_output(v, -2147483648.0, 2147483647.0));
+      break;
+    default: static_cast<int8_t*>(d)[idx] = static_cast<int8_t>(detail::to_integer_output(v, -128.0, 127.0)); break;
   }
 }
 
 // One output element (row, col) of batch entry `batch` from its accumulator value.
 __device__ __forceinline__ void epilogue_store(const Params& p, int batch, int row, int col, double acc) {
-  double v = static_cast<double>(p.alpha) * acc;
   const int64_t cidx = batch * p.batch_c + (p.cd_col_major ? static_cast<int64_t>(col) * p.ldc + row
                                                            : static_cast<int64_t>(row) * p.ldc + col);
   const int64_t didx = batch * p.batch_d + (p.cd_col_major ? static_cast<int64_t>(col) * p.ldd + row
                                                            : static_cast<int64_t>(row) * p.ldd + col);
-  if (p.beta != 0.f) v += static_cast<double>(p.beta) * load_c(p.out_type, p.c, cidx);
-  if (p.bias) v += p.bias[row];
-  store_d(p.out_type, p.d, didx, activate(v, p.activation));
+  const double c = p.beta != 0.f ? load_c(p.c_type, p.c, cidx) : 0.0;
+  store_d(p.out_type, p.d, didx,
+          detail::epilogue_value(acc, p.alpha, p.beta, c, p.bias != nullptr, p.bias ? p.bias[row] : 0.0, p.activation));
 }
 
 // Whether the row-major vector path applies: D row-major without C, a float output type, rows
@@ -101,7 +103,7 @@ __device__ __forceinline__ void store_row8(const Params& p, int batch, int row, 
   const double bias = p.bias ? p.bias[row] : 0.0;
   double y[8];
 #pragma unroll
-  for (int j = 0; j < 8; ++j) y[j] = activate(static_cast<double>(p.alpha) * acc[j] + bias, p.activation);
+  for (int j = 0; j < 8; ++j) y[j] = detail::epilogue_value(acc[j], p.alpha, 0.0, 0.0, p.bias != nullptr, bias, p.activation);
   const int64_t idx = batch * p.batch_d + static_cast<int64_t>(row) * p.ldd + col;
   if (p.out_type == kOutF32) {
     float4* d = reinterpret_cast<float4*>(static_cast<float*>(p.d) + idx);

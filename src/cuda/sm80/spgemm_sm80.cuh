@@ -75,8 +75,10 @@ __global__ void __launch_bounds__(kThreads, T::kMinBlocks) spgemm_kernel(Params 
 
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int warp_m = warp / kWarpsN, warp_n = warp % kWarpsN;
-  const int block_m = blockIdx.y * kBlockM, block_n = blockIdx.x * kBlockN;
-  const int batch = blockIdx.z;
+  // One grid dimension for the tiles (x reaches 2^31 - 1; y would stop M at 65535 tiles), N fastest.
+  const int n_tiles = (p.n + kBlockN - 1) / kBlockN;
+  const int block_m = static_cast<int>(blockIdx.x / n_tiles) * kBlockM, block_n = static_cast<int>(blockIdx.x % n_tiles) * kBlockN;
+  const int batch = p.batch0 + static_cast<int>(blockIdx.y);
   const uint8_t* gA = p.a + batch * p.batch_a_bytes + static_cast<int64_t>(block_m) * p.a_row_bytes;
   const uint32_t* gMeta = p.meta + batch * p.batch_meta_words;
   const uint8_t* gB = p.b + batch * p.batch_b_bytes;

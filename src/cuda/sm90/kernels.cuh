@@ -1,5 +1,7 @@
 // Instantiation helper of the sm90 kernel: one launcher per instruction (traits) and tile width.
 #pragma once
+#include <algorithm>
+
 #include "device_buffer.cuh"
 #include "sm90/launch_sm90.hpp"
 #include "sm90/spgemm_sm90.cuh"
@@ -9,14 +11,10 @@ namespace spmma::sm90 {
 template <class Traits, int BlockN>
 void launch_tile(const Maps& m, const gemm::Params& p, cudaStream_t s) {
   using T = Tile<BlockN>;
-  static const bool ready = [] {
-    cuda::check(cudaFuncSetAttribute(spgemm_kernel<Traits, T>, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes),
-                "cudaFuncSetAttribute (sm90 kernel)");
-    return true;
-  }();
-  (void)ready;
-  const int m_tiles = p.m_pad / kBlockM, n_tiles = (p.n + BlockN - 1) / BlockN;
-  const dim3 grid(static_cast<unsigned>(m_tiles * n_tiles), static_cast<unsigned>(p.batch),
+  cuda::set_smem_limit(reinterpret_cast<const void*>(&spgemm_kernel<Traits, T>), T::kSmemBytes, "sm90 kernel");
+  // Batch entries p.batch0 .. p.batch0 + grid.y - 1 (sm90::launch splits a batch over launches).
+  const dim3 grid(static_cast<unsigned>(ctas(p.m_pad, p.n, BlockN)),
+                  static_cast<unsigned>(std::min(gemm::kMaxGridBatch, p.batch - p.batch0)),
                   static_cast<unsigned>(p.splits > 1 ? p.splits : 1));
   spgemm_kernel<Traits, T><<<grid, kThreads, T::kSmemBytes, s>>>(m.a, m.b, m.meta, p);
 }

@@ -149,13 +149,15 @@ std::string describe_tile(int block_n) {
          std::to_string(kStepsPerStage) + " instructions per stage";
 }
 
-std::string tma_unsupported(const gemm::Params& p) {
-  const auto addr = [](const void* q) { return reinterpret_cast<uintptr_t>(q); };
-  if (addr(p.b) % 16) return "B's address is not 16-byte aligned";
-  if (p.ldb_bytes % 16) return "B's leading dimension (" + std::to_string(p.ldb_bytes) + " bytes) is not a multiple of 16 bytes";
-  if (p.batch > 1 && p.batch_b_bytes % 16)
-    return "B's batch stride (" + std::to_string(p.batch_b_bytes) + " bytes) is not a multiple of 16 bytes";
-  if (addr(p.a) % 16 || p.a_row_bytes % 16) return "A's stored rows are not 16-byte aligned";
+std::string b_in_place_unsupported(int64_t ldb_bytes, int64_t batch, int64_t batch_b_bytes, int b_alignment) {
+  constexpr int64_t kMaxStride = int64_t{1} << 40;  // cuTensorMapEncodeTiled: strides below 2^40 bytes
+  if (b_alignment < 16) return "MatmulDesc.b_alignment = " + std::to_string(b_alignment) + " is below 16 bytes";
+  if (ldb_bytes % 16)
+    return "B's leading dimension (" + std::to_string(ldb_bytes) + " bytes) is not a multiple of 16 bytes";
+  if (batch > 1 && batch_b_bytes % 16)
+    return "B's batch stride (" + std::to_string(batch_b_bytes) + " bytes) is not a multiple of 16 bytes";
+  if (ldb_bytes >= kMaxStride || (batch > 1 && batch_b_bytes >= kMaxStride))
+    return "a stride of B is 2^40 bytes or more (the copy engine's limit)";
   return {};
 }
 
@@ -183,7 +185,11 @@ CUtensorMap encode_b(const gemm::Params& p, int block_n, int b_bits) {
 void launch(const Kernel& k, bool fast, int block_n, const AMaps& a, const CUtensorMap& b, const gemm::Params& p,
             cudaStream_t s) {
   const Maps maps{a.a, b, a.meta};
-  (fast && k.launch_fast ? k.launch_fast : k.launch)(block_n, maps, p, s);
+  for (int b0 = 0; b0 < p.batch; b0 += gemm::kMaxGridBatch) {
+    gemm::Params q = p;
+    q.batch0 = b0;
+    (fast && k.launch_fast ? k.launch_fast : k.launch)(block_n, maps, q, s);
+  }
   if (p.splits > 1) {
     cuda::check(cudaGetLastError(), "launch of the sm90 kernel");
     const int64_t total = static_cast<int64_t>(p.batch) * p.m * p.n;

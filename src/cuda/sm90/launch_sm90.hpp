@@ -39,8 +39,12 @@ std::string variant_at(const Kernel& k, int block_n);
 // "CTA tile 128x256, 2 stages, ...": the kernel's shape at a tile width, for Plan::describe.
 std::string describe_tile(int block_n);
 
-// Empty when TMA can read the operands of p (16-byte aligned bases and strides); else why not.
-std::string tma_unsupported(const gemm::Params& p);
+// CTAs of one launch at tile width block_n: M tiles x N tiles (a 1-D grid), at most 2^31 - 1.
+inline int64_t ctas(int64_t m_pad, int64_t n, int block_n) { return m_pad / 128 * ((n + block_n - 1) / block_n); }
+
+// Why the copy engine (TMA) cannot read a B stored in place with these byte strides (empty when
+// it can): the address of every column must be a multiple of 16 bytes, strides below 2^40.
+std::string b_in_place_unsupported(int64_t ldb_bytes, int64_t batch, int64_t batch_b_bytes, int b_alignment);
 
 // Bytes of split-K partial sums (splits x batch x m_pad x n raw accumulators; 0 without split K).
 size_t partial_bytes(int splits, int64_t batch, int64_t m_pad, int64_t n);
@@ -54,8 +58,8 @@ struct AMaps {
 AMaps encode_a(const gemm::Params& p);
 CUtensorMap encode_b(const gemm::Params& p, int block_n, int b_bits);
 
-// Launches k on stream s with those maps (with split K, p.partial holds partial_bytes() and a
-// reduce kernel follows).
+// Launches k on stream s with those maps, for every batch entry of p (one launch per 65535
+// entries); with split K, p.partial holds partial_bytes() and a reduce kernel follows.
 void launch(const Kernel& k, bool fast, int block_n, const AMaps& a, const CUtensorMap& b, const gemm::Params& p,
             cudaStream_t s);
 

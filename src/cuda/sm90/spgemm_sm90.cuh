@@ -150,7 +150,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int per_group = group_size * n_tiles, group = blockIdx.x / per_group, in_group = blockIdx.x % per_group;
   const int first_m = group * group_size, group_m = min(group_size, m_tiles - first_m);
   const int block_m = (first_m + in_group % group_m) * kBlockM, block_n = (in_group / group_m) * kBlockN;
-  const int batch = blockIdx.y;
+  const int batch = p.batch0 + static_cast<int>(blockIdx.y);
   // One stage per metadata group: K steps padded to whole groups run on zero A and B with the
   // padding word's valid nibbles. With Group 2 an odd count gets one more stage: A and B past K
   // (TMA fills zeros) and no metadata copy (the slot keeps valid words, see below).

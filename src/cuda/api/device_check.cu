@@ -1,0 +1,199 @@
+// Kernel-image probe, pointer checks and per-device kernel attributes (device_check.cuh).
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <cudaTypedefs.h>
+
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "api/backend.hpp"
+#include "api/device_check.cuh"
+#include "device_buffer.cuh"
+
+#ifndef SPMMA_CUDA_ARCHITECTURES
+#define SPMMA_CUDA_ARCHITECTURES "unknown"
+#endif
+
+namespace spmma::cuda {
+namespace {
+
+// Reports the architecture the driver loaded for this build on the current device, and whether
+// that image has sm_90a's features (the sm90 kernel's wgmma / setmaxnreg compile only there).
+__global__ void probe_image(int* out) {
+#if defined(__CUDA_ARCH__)
+  out[0] = __CUDA_ARCH__;
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  out[1] = 1;
+#else
+  out[1] = 0;
+#endif
+#endif
+}
+
+std::string device_label(int ordinal) {
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, ordinal) != cudaSuccess) return "device " + std::to_string(ordinal);
+  return std::string(prop.name) + " (sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + ", device " +
+         std::to_string(ordinal) + ")";
+}
+
+KernelImage probe(int ordinal) {
+  KernelImage img;
+  const std::string build = std::string("this build has ") + SPMMA_CUDA_ARCHITECTURES +
+                            " (CMAKE_CUDA_ARCHITECTURES; an sm_XY machine code runs on sm_XZ with Z >= Y, "
+                            "PTX on every later GPU)";
+  DeviceGuard guard(ordinal);
+  cudaFuncAttributes attr{};
+  cudaError_t e = cudaFuncGetAttributes(&attr, probe_image);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();  // not sticky: clear it, the caller reports why
+    img.why = "spmma's kernels do not load on " + device_label(ordinal) + ": " + cudaGetErrorString(e) + "; " + build;
+    return img;
+  }
+  int* d = nullptr;
+  check(cudaMalloc(&d, 2 * sizeof(int)), "kernel probe: cudaMalloc");
+  probe_image<<<1, 1>>>(d);
+  e = cudaGetLastError();
+  int h[2] = {0, 0};
+  if (e == cudaSuccess) e = cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);
+  cudaFree(d);
+  if (e != cudaSuccess) {
+    if (!sticky(e)) (void)cudaGetLastError();
+    img.why = "spmma's probe kernel failed on " + device_label(ordinal) + ": " + cudaGetErrorString(e) + "; " + build;
+    return img;
+  }
+  img.loads = true;
+  img.arch = h[0];
+  img.sm90a = h[1] != 0;
+  return img;
+}
+
+PFN_cuMemGetAddressRange_v3020 address_range_fn() {
+  static const PFN_cuMemGetAddressRange_v3020 fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &f, 3020, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess)
+      f = nullptr;
+    return reinterpret_cast<PFN_cuMemGetAddressRange_v3020>(f);
+  }();
+  return fn;
+}
+
+std::string address(const void* p) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%p", p);
+  return buf;
+}
+
+}  // namespace
+
+const KernelImage& kernel_image(int ordinal) {
+  static std::mutex mu;
+  static std::map<int, KernelImage> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(ordinal);
+  if (it == cache.end()) it = cache.emplace(ordinal, probe(ordinal)).first;
+  return it->second;
+}
+
+void set_smem_limit(const void* kernel, int bytes, const char* what) {
+  static std::mutex mu;
+  static std::set<std::pair<const void*, int>> done;
+  int dev = 0;
+  check(cudaGetDevice(&dev), "cudaGetDevice");
+  std::lock_guard<std::mutex> lock(mu);
+  if (done.count({kernel, dev})) return;
+  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes),
+        std::string("cudaFuncSetAttribute (") + what + ", " + std::to_string(bytes) + " bytes of shared memory)");
+  done.insert({kernel, dev});
+}
+
+void check_device_memory(const void* p, size_t bytes, int ordinal, const char* what) {
+  // Allocations seen before: (base, size), so a hot loop of runs on the same buffers asks the
+  // driver once per buffer. An entry can go stale (a free, then a new allocation at the same
+  // address): a range the entry does not cover is asked again before it is refused, so a stale
+  // entry never refuses valid memory (it may let a buffer that shrank pass, as without a check).
+  struct Alloc {
+    uintptr_t base = 0;
+    size_t size = 0;
+  };
+  static std::mutex mu;
+  static std::map<uintptr_t, Alloc> seen;  // keyed by the pointers given
+  const auto u = reinterpret_cast<uintptr_t>(p);
+  Alloc a;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = seen.find(u); it != seen.end()) a = it->second;
+  }
+  if (a.size != 0 && u + bytes > a.base + a.size) a = Alloc{};  // stale or short: ask the driver
+  if (a.size == 0) {
+    cudaPointerAttributes attr{};
+    const cudaError_t e = cudaPointerGetAttributes(&attr, p);
+    if (e != cudaSuccess) {
+      check(e, std::string(what) + ": cudaPointerGetAttributes");
+    }
+    switch (attr.type) {
+      case cudaMemoryTypeDevice:
+        if (attr.device != ordinal)
+          fail(Status::invalid_argument, std::string(what) + " = " + address(p) + " is memory of CUDA device " +
+                                             std::to_string(attr.device) + ", the handle computes on device " +
+                                             std::to_string(ordinal));
+        break;
+      case cudaMemoryTypeManaged: break;
+      case cudaMemoryTypeHost:
+        fail(Status::invalid_argument, std::string(what) + " = " + address(p) +
+                                           " is page-locked host memory; a GPU handle takes device (or managed) "
+                                           "memory (copy it to the device first)");
+      default:
+        fail(Status::invalid_argument, std::string(what) + " = " + address(p) +
+                                           " is host memory, unknown to CUDA; a GPU handle takes device (or "
+                                           "managed) memory (copy it to the device first)");
+    }
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    const auto range = address_range_fn();
+    if (range && range(&base, &size, static_cast<CUdeviceptr>(u)) == CUDA_SUCCESS) {
+      a = {static_cast<uintptr_t>(base), size};
+    } else {
+      a = {u, bytes};  // the driver cannot say (e.g. some managed memory): trust the caller's size
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    if (seen.size() > 4096) seen.clear();
+    seen[u] = a;
+  }
+  if (u + bytes > a.base + a.size)
+    fail(Status::invalid_argument, std::string(what) + " [" + address(p) + ", +" + std::to_string(bytes) +
+                                       " bytes) runs past the end of its allocation (" + std::to_string(a.size) +
+                                       " bytes from " + address(reinterpret_cast<const void*>(a.base)) +
+                                       "): the buffer is smaller than the description needs");
+}
+
+}  // namespace spmma::cuda
+
+namespace spmma::detail {
+// Through the driver, so that a CPU handle's check never creates a CUDA context (which would
+// take GPU memory from a process that only computes on the CPU): without one, no device pointer
+// can exist and the driver answers with an error.
+bool is_device_pointer(const void* p) {
+  static const PFN_cuPointerGetAttribute_v4000 get = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuPointerGetAttribute", &f, 4000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess)
+      f = nullptr;
+    (void)cudaGetLastError();
+    return reinterpret_cast<PFN_cuPointerGetAttribute_v4000>(f);
+  }();
+  if (!get) return false;
+  unsigned type = 0, managed = 0;
+  const auto dp = reinterpret_cast<CUdeviceptr>(p);
+  if (get(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, dp) != CUDA_SUCCESS) return false;
+  if (get(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, dp) == CUDA_SUCCESS && managed) return false;  // the host reads it
+  return type == CU_MEMORYTYPE_DEVICE;
+}
+}  // namespace spmma::detail

@@ -1,0 +1,165 @@
+// Device storage of a compressed A (device_storage.cuh).
+#include "api/device_storage.cuh"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+#include "sm80/launch_sm80.hpp"
+#include "spmma/error.hpp"
+#include "spmma/fragment_layout.hpp"
+#include "spmma/isa.hpp"
+
+namespace spmma::gpu_api {
+namespace {
+
+// Packs raw bit patterns at the type's memory width (spmma::memory_bits).
+void pack(const std::vector<uint64_t>& bits, int b, std::vector<uint8_t>& out) {
+  const size_t start = out.size();
+  out.resize(start + (bits.size() * static_cast<size_t>(b) + 7) / 8, 0);
+  for (size_t i = 0; i < bits.size(); ++i) store_element(out.data() + start, static_cast<int64_t>(i), b, bits[i]);
+}
+
+std::vector<uint64_t> unpack(const uint8_t* p, size_t count, int b) {
+  std::vector<uint64_t> bits(count);
+  for (size_t i = 0; i < count; ++i) bits[i] = load_element(p, static_cast<int64_t>(i), b);
+  return bits;
+}
+
+const isa::Variant& variant_for(const MatmulDesc& desc) {
+  const sm80::Instr* in = sm80::find(desc.a_type, desc.b_type);
+  if (!in)
+    fail(Status::not_supported, "GPU: no sparse kernel for A " + std::string(type_name(desc.a_type)) + " with B " +
+                                    std::string(type_name(desc.b_type)));
+  return isa::variant_or_throw(in->variant);
+}
+
+// c with rows up to m_pad (zero values, nibble 0xE: valid for every pattern) and every nibble in
+// ordered form (the ordered_metadata instruction's requirement): an unordered pair names the
+// same two positions as its swap, so swapping the nibble's indices and the two stored groups
+// changes nothing the tensor cores compute. The named positions stay the caller's own choice,
+// so an Inf or NaN in B meets the same stored zeros on the GPU as in the CPU backend.
+Compressed pad_and_order(const Compressed& c, int64_t m_pad) {
+  const PatternInfo& pi = pattern_info(c.pattern);
+  Compressed p = c;
+  p.ordered = true;
+  p.rows = m_pad;
+  p.values = Matrix(c.type, m_pad, c.cols / 2);
+  std::copy(c.values.bits.begin(), c.values.bits.end(), p.values.bits.begin());
+  p.metadata.assign(static_cast<size_t>(m_pad * c.meta_words_per_row()), 0);
+  std::copy(c.metadata.begin(), c.metadata.end(), p.metadata.begin());
+  const int64_t chunks = c.chunks_per_row();
+  for (int64_t r = 0; r < m_pad; ++r)
+    for (int64_t ch = 0; ch < chunks; ++ch) {
+      if (r >= c.rows) {
+        p.set_nibble(r, ch, 0xE);
+        continue;
+      }
+      const uint8_t nib = p.nibble(r, ch);
+      const unsigned i0 = nib & 3u, i1 = (nib >> 2) & 3u;
+      if (c.pattern == Pattern::p1_2 || i0 < i1) continue;
+      p.set_nibble(r, ch, static_cast<uint8_t>(i1 | (i0 << 2)));
+      for (int e = 0; e < pi.group; ++e)
+        std::swap(p.values.at(r, ch * pi.kept + e), p.values.at(r, ch * pi.kept + pi.group + e));
+    }
+  return p;
+}
+
+}  // namespace
+
+GpuStorage::~GpuStorage() {
+  // Free on the device that holds the buffers, whatever device is current now.
+  int prev = -1;
+  if (cudaGetDevice(&prev) == cudaSuccess && prev != ordinal && cudaSetDevice(ordinal) == cudaSuccess) {
+    values = {};
+    meta = {};
+    cudaSetDevice(prev);
+  }
+}
+
+Compressed GpuStorage::to_host(int64_t b) const {
+  if (b < 0 || b >= entries)
+    fail(Status::invalid_argument,
+         "SparseMatrix::to_host: batch entry " + std::to_string(b) + " out of range (" + std::to_string(entries) + ")");
+  cuda::DeviceGuard guard(ordinal);
+  std::vector<uint8_t> vals(static_cast<size_t>(batch_values));
+  std::vector<uint32_t> words(static_cast<size_t>(batch_meta_words));
+  cuda::check(cudaMemcpy(vals.data(), values.ptr + b * batch_values, vals.size(), cudaMemcpyDeviceToHost),
+              "download A values");
+  cuda::check(cudaMemcpy(words.data(), meta.ptr + b * batch_meta_words, words.size() * 4, cudaMemcpyDeviceToHost),
+              "download A metadata");
+  const isa::Variant& v = isa::variant_or_throw(variant);
+  Matrix vm(type, m_pad, k / 2);
+  const int bits = memory_bits(type);
+  for (int64_t r = 0; r < m_pad; ++r) {
+    const auto row = unpack(vals.data() + r * a_row_bytes, static_cast<size_t>(k / 2), bits);
+    std::copy(row.begin(), row.end(), vm.bits.begin() + r * (k / 2));
+  }
+  FragmentReadyMeta f;
+  f.type = type, f.pattern = pattern, f.ordered = true, f.rows = m_pad, f.cols = k;
+  f.group = gemm::kMetaGroup, f.k_step = v.k, f.block_rows = 16, f.lanes_per_group = v.meta->lanes_per_group;
+  f.words = std::move(words);
+  f.variant_id = v.id;
+  const Compressed padded = from_fragment_ready(f, vm, v);
+  Compressed c = padded;
+  c.rows = m;
+  c.values = Matrix(type, m, k / 2);
+  std::copy(padded.values.bits.begin(), padded.values.bits.begin() + m * (k / 2), c.values.bits.begin());
+  c.metadata.assign(padded.metadata.begin(), padded.metadata.begin() + m * padded.meta_words_per_row());
+  return c;
+}
+
+sm90::AMaps GpuStorage::a_maps(const gemm::Params& p) const {
+  std::lock_guard<std::mutex> lock(maps_mutex_);
+  if (!maps_ || maps_batch_a_bytes_ != p.batch_a_bytes || maps_batch_ != p.batch) {
+    maps_ = sm90::encode_a(p);
+    maps_batch_a_bytes_ = p.batch_a_bytes, maps_batch_ = p.batch;
+  }
+  return *maps_;
+}
+
+std::unique_ptr<GpuStorage> empty_storage(const MatmulDesc& desc, int64_t entries, int ordinal) {
+  const isa::Variant& v = variant_for(desc);
+  auto st = std::make_unique<GpuStorage>();
+  st->ordinal = ordinal;
+  st->type = desc.a_type;
+  st->pattern = v.meta->pattern;
+  st->variant = v.id;
+  st->m = desc.m, st->k = desc.k, st->entries = entries;
+  st->m_pad = padded_rows(desc.m);
+  st->a_row_bytes = desc.k / 2 * memory_bits(desc.a_type) / 8;
+  st->meta_lanes = 8 * v.meta->lanes_per_group;
+  st->meta_groups = (desc.k / v.k + gemm::kMetaGroup - 1) / gemm::kMetaGroup;
+  st->batch_values = st->m_pad * st->a_row_bytes;
+  st->batch_meta_words = st->m_pad / 16 * st->meta_groups * st->meta_lanes * gemm::kMetaGroup;
+  st->values = cuda::DeviceBuffer<uint8_t>(static_cast<size_t>(st->batch_values * entries));
+  st->meta = cuda::DeviceBuffer<uint32_t>(static_cast<size_t>(st->batch_meta_words * entries));
+  return st;
+}
+
+std::unique_ptr<GpuStorage> upload_storage(const MatmulDesc& desc, const std::vector<Compressed>& per_batch, int ordinal) {
+  auto st = empty_storage(desc, static_cast<int64_t>(per_batch.size()), ordinal);
+  const isa::Variant& v = isa::variant_or_throw(st->variant);
+  const int b = memory_bits(desc.a_type);
+  std::vector<uint8_t> vals;
+  std::vector<uint32_t> words;
+  for (const Compressed& c : per_batch) {
+    if (c.rows != desc.m || c.cols != desc.k || c.type != desc.a_type || c.pattern != st->pattern)
+      fail(Status::invalid_argument, "upload: a compressed A of " + std::to_string(c.rows) + " x " + std::to_string(c.cols) +
+                                         " " + std::string(type_name(c.type)) + " does not match the description (" +
+                                         std::to_string(desc.m) + " x " + std::to_string(desc.k) + " " +
+                                         std::string(type_name(desc.a_type)) + ", " + pattern_info(st->pattern).name + ")");
+    (void)decompress(c);  // rejects a forbidden nibble, naming row and chunk
+    // Padded to whole 128-row blocks, so the kernel reads no row outside the buffer; the
+    // padding lives on the device only and never reaches D.
+    const Compressed pc = pad_and_order(c, st->m_pad);
+    const FragmentReadyMeta fr = to_fragment_ready(pc, v, gemm::kMetaGroup);
+    pack(pc.values.bits, b, vals);
+    words.insert(words.end(), fr.words.begin(), fr.words.end());
+  }
+  cuda::check(cudaMemcpy(st->values.ptr, vals.data(), vals.size(), cudaMemcpyHostToDevice), "upload A values");
+  cuda::check(cudaMemcpy(st->meta.ptr, words.data(), words.size() * 4, cudaMemcpyHostToDevice), "upload A metadata");
+  return st;
+}
+
+}  // namespace spmma::gpu_api

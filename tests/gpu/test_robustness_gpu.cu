@@ -1,0 +1,732 @@
+// The GPU backend against the CPU backend on the same inputs, and every input rule of the API on
+// the GPU (issue 8): B layouts the kernels cannot read in place, batched padded layouts, every
+// listed type combination, non-finite values in every operand, launch-size limits, pointer
+// misuse, device binding, CUDA-graph capture, sticky errors. The CPU backend is the reference
+// (tests/test_matmul_cpu.cpp checks it against an independent double-precision product).
+// Label `gpu`: every test skips with a message where no GPU is usable.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <iostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "spmma/error.hpp"
+#include "spmma/log.hpp"
+#include "spmma/matmul.hpp"
+#include "spmma/sparse.hpp"
+#include "spmma/types.hpp"
+
+using namespace spmma;
+using T = ElemType;
+
+namespace {
+
+uint64_t seed() {
+  static const uint64_t s = [] {
+    const char* e = std::getenv("SPMMA_SEED");
+    const uint64_t v = e ? std::strtoull(e, nullptr, 10) : std::random_device{}();
+    std::cerr << "[   seed   ] " << v << " (replay with SPMMA_SEED=" << v << ")\n";
+    return v;
+  }();
+  return s;
+}
+
+#define CK(x)                                                                  \
+  do {                                                                         \
+    const cudaError_t e_ = (x);                                                \
+    ASSERT_EQ(e_, cudaSuccess) << #x << ": " << cudaGetErrorString(e_);        \
+  } while (0)
+
+bool is_int(T t) { return !type_info(t).is_float; }
+int bits_of(T t) { return memory_bits(t); }
+size_t bytes_for(int64_t elems, T t) { return static_cast<size_t>((elems * bits_of(t) + 7) / 8); }
+
+// Device memory with slack, so that a test can hand out a pointer at any byte offset.
+struct DevMem {
+  uint8_t* base = nullptr;
+  size_t bytes = 0;
+  explicit DevMem(size_t n) : bytes(n + 256) {
+    if (cudaMalloc(&base, bytes) != cudaSuccess) base = nullptr;
+  }
+  ~DevMem() {
+    if (base) cudaFree(base);
+  }
+  DevMem(const DevMem&) = delete;
+  DevMem& operator=(const DevMem&) = delete;
+};
+
+// ------------------------------------------------------------------ operands in memory form
+
+// Element (row, col) of matrix `e` of a batch, in elements from the base: the layout the API
+// documents, written out here (ld 0 = packed; stride 0 = packed = ld x lines).
+struct Layout {
+  int64_t rows, cols, ld, stride;
+  bool row_major;
+  int64_t index(int64_t e, int64_t r, int64_t c) const { return e * stride + (row_major ? r * ld + c : c * ld + r); }
+  int64_t span(int64_t batch) const { return (batch - 1) * stride + (row_major ? (rows - 1) * ld + cols : (cols - 1) * ld + rows); }
+};
+Layout layout_of(int64_t rows, int64_t cols, int64_t ld, int64_t stride, bool row_major, int64_t batch) {
+  Layout l{rows, cols, ld ? ld : (row_major ? cols : rows), stride, row_major};
+  if (batch > 1 && stride == 0) l.stride = l.ld * (row_major ? rows : cols);
+  if (batch == 1) l.stride = 0;
+  return l;
+}
+
+struct Specials {
+  double p = 0.0;  // probability of a special value (NaN, ±Inf, -0.0) per float element
+};
+
+uint64_t random_elem(T t, std::mt19937_64& rng, const Specials& sp) {
+  std::uniform_real_distribution<double> u(0, 1);
+  if (is_int(t)) {
+    const auto& ti = type_info(t);
+    const int64_t lo = static_cast<int64_t>(ti.min_value), hi = static_cast<int64_t>(ti.max_finite);
+    return encode(t, static_cast<double>(lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1))));
+  }
+  if (u(rng) < sp.p) {
+    const double specials[] = {NAN, INFINITY, -INFINITY, -0.0};
+    return encode(t, specials[rng() % 4]);  // e4m3 saturates ±Inf to ±448
+  }
+  std::normal_distribution<double> nd(0.0, 1.0);
+  uint64_t b = encode(t, nd(rng));
+  if (t == T::tf32) b |= rng() & 0x1FFF;  // bits the tensor cores ignore
+  return b;
+}
+
+struct Images {
+  std::vector<uint8_t> a, b, c, d;  // memory images, exactly as handed to the API
+  std::vector<float> bias;
+  int64_t lda = 0, stride_a = 0;
+  Layout lb{}, lc{}, ld{};
+};
+
+Images make_images(const MatmulDesc& m, std::mt19937_64& rng, const Specials& sp, bool a_holes = true) {
+  Images im;
+  const int64_t na = m.a_per_batch ? m.batch : 1;
+  im.lda = m.k + (rng() % 3 == 0 ? 512 / type_info(m.a_type).bits : 0);
+  im.stride_a = na > 1 ? im.lda * m.m + (rng() % 2 ? 0 : 64) : 0;
+  const int64_t a_elems = (na - 1) * (im.stride_a ? im.stride_a : im.lda * m.m) + im.lda * m.m;
+  im.a.assign(bytes_for(a_elems, m.a_type), 0);
+  for (int64_t e = 0; e < na; ++e)
+    for (int64_t r = 0; r < m.m; ++r)
+      for (int64_t c = 0; c < m.k; ++c) {
+        uint64_t v = random_elem(m.a_type, rng, sp);
+        if (a_holes && rng() % 6 == 0) v = 0;  // chunks with padding slots
+        store_element(im.a.data(), e * (im.stride_a ? im.stride_a : im.lda * m.m) + r * im.lda + c, bits_of(m.a_type), v);
+      }
+  const bool brow = m.b_order == Order::row_major, cdrow = m.cd_order == Order::row_major;
+  im.lb = layout_of(m.k, m.n, m.ldb, m.stride_b, brow, m.batch);
+  im.lc = layout_of(m.m, m.n, m.ldc, m.stride_c, cdrow, m.batch);
+  im.ld = layout_of(m.m, m.n, m.ldd, m.stride_d, cdrow, m.batch);
+  im.b.assign(bytes_for(im.lb.span(m.batch), m.b_type), 0x5C);
+  im.c.assign(bytes_for(im.lc.span(m.batch), m.c_type), 0x3A);
+  im.d.assign(bytes_for(im.ld.span(m.batch), m.d_type), 0xA7);  // poison; gaps must keep it
+  for (int64_t e = 0; e < m.batch; ++e)
+    for (int64_t r = 0; r < m.k; ++r)
+      for (int64_t c = 0; c < m.n; ++c) store_element(im.b.data(), im.lb.index(e, r, c), bits_of(m.b_type), random_elem(m.b_type, rng, sp));
+  for (int64_t e = 0; e < m.batch; ++e)
+    for (int64_t r = 0; r < m.m; ++r)
+      for (int64_t c = 0; c < m.n; ++c) {
+        uint64_t v = random_elem(m.c_type, rng, sp);
+        if (m.c_type == T::s32) v = encode(T::s32, static_cast<double>(static_cast<int64_t>(rng() % 4001) - 2000));
+        store_element(im.c.data(), im.lc.index(e, r, c), bits_of(m.c_type), v);
+      }
+  im.bias.resize(static_cast<size_t>(m.m));
+  std::uniform_real_distribution<float> ub(-3.f, 3.f);
+  for (float& x : im.bias) {
+    x = ub(rng);
+    if (sp.p > 0 && rng() % 8 == 0) x = std::vector<float>{NAN, INFINITY, -INFINITY, -0.0f}[rng() % 4];
+  }
+  return im;
+}
+
+struct RunOpts {
+  PruneMode mode = PruneMode::magnitude;
+  float alpha = 1.f, beta = 0.f;
+  size_t b_off = 0, c_off = 0, d_off = 0;  // byte offsets of the GPU pointers from 256-aligned bases
+  bool in_place = false;                   // c == d (the images' C is used as D's initial content)
+  bool graph = false;                      // capture Plan::run in a CUDA graph and replay it twice
+  double acc_rel = 0;                      // f32 accumulation tolerance (0: 1e-5, fp8 wgmma 2^-9)
+  int64_t check_rows = 0;                  // compare only this many rows per entry (0: all)
+};
+
+// Runs desc on the CPU and the GPU with the same operands and compares D (every element, and
+// every byte of D's buffer outside the matrices: untouched). Also compares the compressed A.
+void twin(const MatmulDesc& desc, const Images& im, const RunOpts& o, Handle& gpu) {
+  Handle cpu(Device::cpu);
+  const float* hbias = desc.bias ? im.bias.data() : nullptr;
+  // CPU
+  std::vector<uint8_t> dc = o.in_place ? im.c : im.d;
+  SparseMatrix sc = compress(cpu, desc, im.a.data(), im.lda, im.stride_a, o.mode);
+  Plan pc(cpu, desc);
+  pc.run(sc, im.b.data(), o.beta != 0 ? im.c.data() : nullptr, dc.data(), o.alpha, o.beta, hbias);
+  // GPU
+  DevMem ga(im.a.size()), gb(im.b.size() + o.b_off), gc(im.c.size() + o.c_off), gd(im.d.size() + o.d_off),
+      gbias(im.bias.size() * 4);
+  ASSERT_TRUE(ga.base && gb.base && gc.base && gd.base && gbias.base);
+  uint8_t* pb = gb.base + o.b_off;
+  uint8_t* pcm = gc.base + o.c_off;
+  uint8_t* pd = o.in_place ? pcm : gd.base + o.d_off;
+  CK(cudaMemcpy(ga.base, im.a.data(), im.a.size(), cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(pb, im.b.data(), im.b.size(), cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(pcm, im.c.data(), im.c.size(), cudaMemcpyHostToDevice));
+  if (!o.in_place) CK(cudaMemcpy(pd, im.d.data(), im.d.size(), cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(gbias.base, im.bias.data(), im.bias.size() * 4, cudaMemcpyHostToDevice));
+  SparseMatrix sg = compress(gpu, desc, ga.base, im.lda, im.stride_a, o.mode);
+  for (int64_t e = 0; e < sg.batch(); e += std::max<int64_t>(1, sg.batch() / 3)) {
+    const Compressed x = sg.to_host(e), y = sc.to_host(e);
+    EXPECT_EQ(x.values.bits, y.values.bits) << "compressed values of entry " << e;
+    EXPECT_EQ(x.metadata, y.metadata) << "metadata of entry " << e;
+  }
+  Plan pg(gpu, desc);
+  DevMem ws(pg.workspace_bytes());
+  const float* dbias = desc.bias ? reinterpret_cast<const float*>(gbias.base) : nullptr;
+  const void* cptr = o.beta != 0 ? pcm : nullptr;
+  if (o.graph) {
+    cudaStream_t s;
+    CK(cudaStreamCreate(&s));
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    pg.run(sg, pb, cptr, pd, o.alpha, o.beta, dbias, pg.workspace_bytes() ? ws.base : nullptr, s);
+    CK(cudaStreamEndCapture(s, &g));
+    CK(cudaGraphInstantiate(&ge, g, 0));
+    CK(cudaGraphLaunch(ge, s));
+    if (!o.in_place) {  // a replay computes the same D (in place would add beta·C twice)
+      CK(cudaGraphLaunch(ge, s));
+    }
+    CK(cudaStreamSynchronize(s));
+    cudaGraphExecDestroy(ge);
+    cudaGraphDestroy(g);
+    cudaStreamDestroy(s);
+  } else {
+    pg.run(sg, pb, cptr, pd, o.alpha, o.beta, dbias, pg.workspace_bytes() ? ws.base : nullptr);
+  }
+  CK(cudaDeviceSynchronize());
+  std::vector<uint8_t> dg(dc.size());
+  CK(cudaMemcpy(dg.data(), pd, dg.size(), cudaMemcpyDeviceToHost));
+
+  // Tolerance: f32 accumulation in a different order, relative to Σ|a·b|, then one rounding.
+  const bool fp8_wgmma = (desc.a_type == T::e4m3 || desc.a_type == T::e5m2) && pg.describe().find("wgmma") != std::string::npos;
+  const double acc_rel = o.acc_rel ? o.acc_rel : fp8_wgmma ? 0x1p-9 : 1e-5;
+  const double out_rel = desc.d_type == T::f32 ? 1e-6 : desc.d_type == T::f16 ? 1e-3 : 8e-3;
+  std::vector<char> inside(dc.size() * 8 / static_cast<size_t>(bits_of(desc.d_type)), 0);
+  int bad = 0;
+  const int64_t rows = o.check_rows ? std::min(o.check_rows, desc.m) : desc.m;
+  std::vector<double> av, bv;  // the entry's A rows (decompressed) and B, decoded once
+  int64_t a_loaded = -1;
+  for (int64_t e = 0; e < desc.batch; ++e) {
+    const int64_t ae = desc.a_per_batch ? e : 0;
+    if (!is_int(desc.d_type) && ae != a_loaded) {
+      const Matrix ad = decompress(sc.to_host(ae));
+      av.assign(static_cast<size_t>(desc.m * desc.k), 0.0);
+      for (int64_t i = 0; i < desc.m; ++i)
+        for (int64_t kk = 0; kk < desc.k; ++kk) av[static_cast<size_t>(i * desc.k + kk)] = decode(desc.a_type, ad.at(i, kk));
+      a_loaded = ae;
+    }
+    if (!is_int(desc.d_type)) {
+      bv.assign(static_cast<size_t>(desc.k * desc.n), 0.0);
+      for (int64_t j = 0; j < desc.n; ++j)
+        for (int64_t kk = 0; kk < desc.k; ++kk)
+          bv[static_cast<size_t>(j * desc.k + kk)] = decode(desc.b_type, load_element(im.b.data(), im.lb.index(e, kk, j), bits_of(desc.b_type)));
+    }
+    for (int64_t i0 = 0; i0 < rows; ++i0) {
+      const int64_t i = o.check_rows ? (i0 * 7919) % desc.m : i0;  // spread the sampled rows
+      for (int64_t j = 0; j < desc.n; ++j) {
+        const int64_t idx = im.ld.index(e, i, j);
+        inside[static_cast<size_t>(idx)] = 1;
+        const uint64_t want_b = load_element(dc.data(), idx, bits_of(desc.d_type)), got_b = load_element(dg.data(), idx, bits_of(desc.d_type));
+        if (is_int(desc.d_type)) {
+          if (want_b != got_b && ++bad <= 5)
+            ADD_FAILURE() << "batch " << e << " D(" << i << ", " << j << ") GPU " << decode(desc.d_type, got_b) << ", CPU "
+                          << decode(desc.d_type, want_b);
+          continue;
+        }
+        const double want = decode(desc.d_type, want_b), got = decode(desc.d_type, got_b);
+        bool ok;
+        if (std::isnan(want) || std::isinf(want)) {
+          ok = std::isnan(want) ? std::isnan(got) : got == want;
+        } else {
+          double mag = 0;
+          for (int64_t kk = 0; kk < desc.k; ++kk) {
+            const double x = av[static_cast<size_t>(i * desc.k + kk)];  // 0 where nothing is named: B unread
+            if (x != 0) mag += std::fabs(x * bv[static_cast<size_t>(j * desc.k + kk)]);
+          }
+          ok = std::isfinite(got) &&
+               std::fabs(got - want) <= acc_rel * (std::fabs(o.alpha) * mag + 1) + out_rel * std::fabs(want) + 1e-30;
+        }
+        if (!ok && ++bad <= 5)
+          ADD_FAILURE() << "batch " << e << " D(" << i << ", " << j << ") GPU " << got << ", CPU " << want;
+      }
+    }
+  }
+  if (!o.check_rows && !o.in_place)
+    for (size_t idx = 0; idx < inside.size(); ++idx)
+      if (!inside[idx] && load_element(dg.data(), static_cast<int64_t>(idx), bits_of(desc.d_type)) !=
+                              load_element(im.d.data(), static_cast<int64_t>(idx), bits_of(desc.d_type)) &&
+          ++bad <= 5)
+        ADD_FAILURE() << "element " << idx << " of D's buffer is outside every D matrix but was written";
+  EXPECT_EQ(bad, 0) << pg.describe();
+}
+
+MatmulDesc desc_of(T a, T b, T cd, int64_t m, int64_t n, int64_t k) {
+  MatmulDesc d;
+  d.m = m, d.n = n, d.k = k;
+  d.a_type = a, d.b_type = b, d.c_type = d.d_type = cd;
+  d.b_order = Order::col_major;
+  return d;
+}
+
+int64_t kstep(T a) { return 512 / type_info(a).bits; }
+
+// The context must be alive after every test: a kernel fault anywhere shows here.
+void expect_context_alive() {
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  void* p = nullptr;
+  EXPECT_EQ(cudaMalloc(&p, 16), cudaSuccess);
+  cudaFree(p);
+}
+
+template <class F>
+void expect_error(F&& f, Status code, std::initializer_list<const char*> parts) {
+  try {
+    f();
+    ADD_FAILURE() << "no error thrown";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    for (const char* p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << "missing '" << p << "' in: " << e.what();
+  }
+}
+
+}  // namespace
+
+class Robust : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) GTEST_SKIP() << "no CUDA GPU on this machine";
+    try {
+      h_ = std::make_unique<Handle>(Device::gpu);
+    } catch (const Error& e) {
+      GTEST_SKIP() << "no usable GPU: " << e.what();
+    }
+  }
+  void TearDown() override {
+    if (h_) expect_context_alive();
+  }
+  std::unique_ptr<Handle> h_;
+};
+
+// Item 1: every B the kernels cannot read in place (leading dimension or batch stride not a
+// multiple of 16 bytes, an address aligned only to its element) runs correctly through the
+// repack, for the sm90 and the sm80 kernel; what only a run can know (the address) is refused
+// when the plan promised 16 bytes.
+TEST_F(Robust, BLayoutsTheKernelsCannotReadInPlace) {
+  std::mt19937_64 rng(seed());
+  for (T t : {T::bf16, T::f16, T::tf32, T::e4m3, T::s8, T::u8, T::s4}) {
+    SCOPED_TRACE(std::string(type_name(t)));
+    const int eb = std::max(1, bits_of(t) / 8);
+    const T cd = is_int(t) ? T::s32 : T::f32;
+    const int64_t k = 2 * kstep(t);
+    for (int variant = 0; variant < 4; ++variant) {
+      SCOPED_TRACE("variant " + std::to_string(variant));
+      MatmulDesc d = desc_of(t, t, cd, 70, 37, k);
+      RunOpts o;
+      if (variant == 0) d.ldb = k + (bits_of(t) == 4 ? 4 : 8 / eb);  // 8 (4-bit: 2) bytes past 16-byte columns
+      if (variant == 1) d.b_alignment = eb, o.b_off = static_cast<size_t>(eb);  // B at + one element
+      if (variant == 2) d.batch = 3, d.stride_b = k * d.n + (bits_of(t) == 4 ? 2 : 1);  // batch stride
+      if (variant == 3) d.b_order = Order::row_major, d.ldb = d.n + 1, d.b_alignment = eb, o.b_off = static_cast<size_t>(eb);
+      if (t == T::s4 && variant == 3) continue;  // a row-major 4-bit B is refused (below)
+      Images im = make_images(d, rng, {});
+      twin(d, im, o, *h_);
+      Plan p(*h_, d);
+      EXPECT_NE(p.describe().find(variant == 3 ? "transposed" : "copied into the workspace"), std::string::npos) << p.describe();
+    }
+    // A plan for the default 16-byte b_alignment refuses a B that is less aligned, before any launch.
+    MatmulDesc d = desc_of(t, t, cd, 70, 37, k);
+    Plan p(*h_, d);
+    DevMem a(static_cast<size_t>(d.m * d.k * 4)), b(static_cast<size_t>(d.k * d.n * 4)), out(static_cast<size_t>(d.m * d.n * 4));
+    CK(cudaMemset(a.base, 0, a.bytes));
+    SparseMatrix s = compress(*h_, d, a.base, 0, 0, PruneMode::check);
+    expect_error([&] { p.run(s, b.base + 8, nullptr, out.base, 1, 0); }, Status::invalid_argument, {"b", "16-byte aligned", "b_alignment"});
+    if (eb > 1)
+      expect_error([&] { p.run(s, b.base + 1, nullptr, out.base, 1, 0); }, Status::invalid_argument, {"b", "aligned"});
+  }
+  MatmulDesc d4 = desc_of(T::s4, T::s4, T::s32, 16, 8, 128);
+  d4.b_order = Order::row_major;
+  expect_error([&] { Plan p(*h_, d4); }, Status::not_supported, {"row-major 4-bit B"});
+}
+
+// Item 2: batched, stride 0 with padded leading dimensions: one definition of "packed" (ld x
+// rows) on both backends; D's padding is never written.
+TEST_F(Robust, BatchedPackedStridesWithPaddedLeadingDimensions) {
+  std::mt19937_64 rng(seed() + 1);
+  for (Order bo : {Order::col_major, Order::row_major})
+    for (Order cdo : {Order::row_major, Order::col_major})
+      for (T t : {T::bf16, T::s8}) {
+        MatmulDesc d = desc_of(t, t, is_int(t) ? T::s32 : T::bf16, 40, 24, 2 * kstep(t));
+        d.b_order = bo, d.cd_order = cdo;
+        d.batch = 3;
+        d.ldb = (bo == Order::row_major ? d.n : d.k) + 8;
+        d.ldc = (cdo == Order::row_major ? d.n : d.m) + 5;
+        d.ldd = (cdo == Order::row_major ? d.n : d.m) + 3;
+        for (bool per_batch : {false, true}) {
+          d.a_per_batch = per_batch;
+          Images im = make_images(d, rng, {});
+          RunOpts o;
+          o.beta = 0.5f, o.alpha = 2.f;
+          twin(d, im, o, *h_);
+        }
+      }
+}
+
+// Items 3, 4, 5 and the property test of the guards: every combination supported_types lists
+// plans and computes what the CPU computes, on inputs with NaN, ±Inf and -0.0 in A, B, C and the
+// bias, random layouts, epilogues, C type different from D type, in place.
+TEST_F(Robust, EveryListedCombinationMatchesTheCpuWithSpecials) {
+  std::mt19937_64 rng(seed() + 2);
+  const auto list = supported_types(*h_);
+  ASSERT_FALSE(list.empty());
+  std::vector<T> cds_f = {T::f16, T::bf16, T::f32}, cds_i = {T::s32, T::s8};
+  for (const TypeCombo& tc : list) {
+    SCOPED_TRACE(std::string(type_name(tc.a)) + "." + std::string(type_name(tc.b)) + " -> " + std::string(type_name(tc.cd)));
+    for (int rep = 0; rep < 2; ++rep) {
+      const int64_t ms[] = {1, 17, 130}, ns[] = {1, 9, 130, 300};
+      MatmulDesc d = desc_of(tc.a, tc.b, tc.cd, ms[rng() % 3], ns[rng() % 4], kstep(tc.a) * (1 + static_cast<int64_t>(rng() % 3)));
+      const auto& cds = is_int(tc.a) ? cds_i : cds_f;
+      d.c_type = cds[rng() % cds.size()];
+      d.b_order = rng() % 2 ? Order::row_major : Order::col_major;
+      if (bits_of(tc.b) == 4) d.b_order = Order::col_major;
+      d.cd_order = rng() % 2 ? Order::row_major : Order::col_major;
+      d.batch = 1 + static_cast<int64_t>(rng() % 3);
+      d.a_per_batch = rng() % 2;
+      d.bias = rng() % 2;
+      d.activation = static_cast<Activation>(rng() % 3);
+      if (rng() % 2) d.ldd = (d.cd_order == Order::row_major ? d.n : d.m) + 2;
+      RunOpts o;
+      o.mode = rng() % 2 ? PruneMode::magnitude : PruneMode::check;
+      o.alpha = rep ? 0.75f : 1.f;
+      o.beta = rng() % 2 ? 0.5f : 0.f;
+      Specials sp{is_int(tc.a) ? 0.0 : 0.02};
+      Images im = make_images(d, rng, sp);
+      if (o.mode == PruneMode::check) {
+        // A must satisfy its pattern: prune each entry on the host first.
+        const int64_t na = d.a_per_batch ? d.batch : 1, sa = im.stride_a ? im.stride_a : im.lda * d.m;
+        for (int64_t e = 0; e < na; ++e) {
+          Matrix a(d.a_type, d.m, d.k);
+          for (int64_t r = 0; r < d.m; ++r)
+            for (int64_t c = 0; c < d.k; ++c) a.at(r, c) = load_element(im.a.data(), e * sa + r * im.lda + c, bits_of(d.a_type));
+          const Pattern p = pattern_for(d.a_type);
+          a = prune_magnitude(a, p);
+          for (int64_t r = 0; r < d.m; ++r)
+            for (int64_t c = 0; c < d.k; ++c) store_element(im.a.data(), e * sa + r * im.lda + c, bits_of(d.a_type), a.at(r, c));
+        }
+      }
+      twin(d, im, o, *h_);
+    }
+  }
+}
+
+// Item 4 on its own: integer D with a NaN / ±Inf bias gives 0 / the limits on the GPU as on the CPU.
+TEST_F(Robust, IntegerOutputWithNonFiniteBias) {
+  std::mt19937_64 rng(seed() + 3);
+  for (T cd : {T::s32, T::s8})
+    for (int n : {8, 300}) {  // the sm90 epilogue's element path and its split-K reduce
+      MatmulDesc d = desc_of(T::s8, T::s8, cd, 130, n, n == 8 ? 4096 : 128);
+      d.bias = true;
+      Images im = make_images(d, rng, {});
+      for (int64_t i = 0; i < d.m; ++i) im.bias[static_cast<size_t>(i)] = std::vector<float>{NAN, INFINITY, -INFINITY, 1.5f}[i % 4];
+      twin(d, im, {}, *h_);
+    }
+}
+
+// Item 5 on its own: NaN and Inf in B where A names nothing never reach D; at a named padding slot
+// they give NaN; the CPU answers as the tensor cores do.
+TEST_F(Robust, NonFiniteBOnlyThroughNamedPositions) {
+  std::mt19937_64 rng(seed() + 4);
+  for (T t : {T::bf16, T::f16, T::tf32, T::e4m3, T::e5m2}) {
+    SCOPED_TRACE(std::string(type_name(t)));
+    MatmulDesc d = desc_of(t, t, T::f32, 64, 40, 2 * kstep(t));
+    Images im = make_images(d, rng, {});
+    // A quarter of B non-finite: most of it lands on positions A does not name.
+    for (int64_t j = 0; j < d.n; ++j)
+      for (int64_t kk = 0; kk < d.k; ++kk)
+        if (rng() % 4 == 0)
+          store_element(im.b.data(), im.lb.index(0, kk, j), bits_of(t), encode(t, rng() % 2 ? NAN : INFINITY));
+    twin(d, im, {}, *h_);
+  }
+  // An upload keeps the caller's named positions, unordered nibbles included: a stored zero at a
+  // position of the caller's choice meets B's Inf on the GPU as on the CPU.
+  MatmulDesc d = desc_of(T::bf16, T::bf16, T::f32, 3, 4, 32);
+  Compressed c;
+  c.type = T::bf16, c.pattern = Pattern::p2_4, c.rows = 3, c.cols = 32, c.ordered = false;
+  c.values = Matrix(T::bf16, 3, 16);
+  for (auto& v : c.values.bits) v = encode(T::bf16, 1.0);
+  c.metadata.assign(3 * 2, 0);
+  for (int64_t r = 0; r < 3; ++r)
+    for (int64_t ch = 0; ch < 8; ++ch) c.set_nibble(r, ch, r == 1 ? 0x1 /* 1, 0: unordered */ : 0x4 /* 0, 1 */);
+  c.values.at(0, 1) = 0;  // row 0 chunk 0: position 1 named, a stored zero
+  Handle cpu(Device::cpu);
+  SparseMatrix sc = upload(cpu, d, {c}), sg = upload(*h_, d, {c});
+  std::vector<uint16_t> b(static_cast<size_t>(32 * 4), static_cast<uint16_t>(encode(T::bf16, 1.0)));
+  b[1] = static_cast<uint16_t>(encode(T::bf16, INFINITY));  // column 0, k = 1
+  b[2] = static_cast<uint16_t>(encode(T::bf16, NAN));       // column 0, k = 2: named by no row
+  std::vector<float> dc(12), dg(12);
+  Plan(cpu, d).run(sc, b.data(), nullptr, dc.data(), 1, 0);
+  DevMem gb(b.size() * 2), gd(48);
+  CK(cudaMemcpy(gb.base, b.data(), b.size() * 2, cudaMemcpyHostToDevice));
+  Plan(*h_, d).run(sg, gb.base, nullptr, gd.base, 1, 0);
+  CK(cudaMemcpy(dg.data(), gd.base, 48, cudaMemcpyDeviceToHost));
+  EXPECT_TRUE(std::isnan(dc[0]) && std::isnan(dg[0])) << dc[0] << " " << dg[0];  // 0 · Inf
+  for (int i = 1; i < 12; ++i) EXPECT_EQ(dc[static_cast<size_t>(i)], dg[static_cast<size_t>(i)]) << i;
+  EXPECT_TRUE(std::isinf(dg[4]));  // row 1 (column 0) reads k = 1 with a stored 1.0
+}
+
+// Item 6: sizes at the grids' limits run (or are refused at plan time, naming the limit).
+TEST_F(Robust, LaunchLimits) {
+  std::mt19937_64 rng(seed() + 5);
+  // batch > 65535 on both kernels (bf16: sm90 on Hopper; s4: sm80), shared and per-batch A.
+  for (T t : {T::bf16, T::s4})
+    for (bool per_batch : {false, true}) {
+      MatmulDesc d = desc_of(t, t, is_int(t) ? T::s32 : T::f32, 16, 8, kstep(t));
+      d.batch = 65537;
+      d.a_per_batch = per_batch;
+      Images im = make_images(d, rng, {});
+      twin(d, im, {}, *h_);
+    }
+  // K above 65535·32 with a row-major B (transposed in the workspace).
+  {
+    MatmulDesc d = desc_of(T::bf16, T::bf16, T::f32, 16, 8, 65535 * 32 + 64);
+    d.b_order = Order::row_major;
+    Images im = make_images(d, rng, {});
+    RunOpts o;
+    o.acc_rel = 2e-3;  // f32 sums over 2^21 products, in different orders
+    twin(d, im, o, *h_);
+  }
+  // M above 65535·128 rows on the sm80 kernel (s4 on Hopper), sampled rows checked.
+  {
+    MatmulDesc d = desc_of(T::s4, T::s4, T::s32, 65535 * 128 + 200, 8, 128);
+    const size_t a_bytes = static_cast<size_t>(d.m * d.k / 2);
+    std::vector<uint8_t> a(a_bytes, 0);
+    for (int64_t r = 0; r < d.m; ++r) a[static_cast<size_t>(r * 64)] = static_cast<uint8_t>(1 + r % 7);  // A(r, 0)
+    std::vector<uint8_t> b(static_cast<size_t>(d.k * d.n / 2), 0);
+    for (int64_t j = 0; j < d.n; ++j) b[static_cast<size_t>(j * 64)] = static_cast<uint8_t>(1 + j % 5);  // B(0, j)
+    DevMem ga(a_bytes), gb(b.size()), gd(static_cast<size_t>(d.m * d.n * 4));
+    CK(cudaMemcpy(ga.base, a.data(), a_bytes, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(gb.base, b.data(), b.size(), cudaMemcpyHostToDevice));
+    CK(cudaMemset(gd.base, 0xA5, gd.bytes));
+    SparseMatrix s = compress(*h_, d, ga.base, 0, 0, PruneMode::check);
+    Plan p(*h_, d);
+    p.run(s, gb.base, nullptr, gd.base, 1, 0);
+    std::vector<int32_t> out(static_cast<size_t>(d.m * d.n));
+    CK(cudaMemcpy(out.data(), gd.base, out.size() * 4, cudaMemcpyDeviceToHost));
+    int bad = 0;
+    for (int64_t r = 0; r < d.m; r += (r < d.m - 300 ? 997 : 1))
+      for (int64_t j = 0; j < d.n; ++j)
+        if (out[static_cast<size_t>(r * d.n + j)] != (1 + r % 7) * (1 + j % 5) && ++bad <= 5)
+          ADD_FAILURE() << "D(" << r << ", " << j << ") = " << out[static_cast<size_t>(r * d.n + j)];
+    EXPECT_EQ(bad, 0) << p.describe();
+  }
+  // Refused at plan time: rows padded to 128 beyond 32 bits.
+  MatmulDesc big = desc_of(T::bf16, T::bf16, T::f32, 2147483647, 8, 32);
+  expect_error([&] { Plan p(*h_, big); }, Status::not_supported, {"2^31 - 128"});
+}
+
+// Item 10: pointer misuse fails with the reason instead of faulting.
+TEST_F(Robust, PointerMisuse) {
+  MatmulDesc d = desc_of(T::bf16, T::bf16, T::bf16, 64, 32, 64);
+  DevMem a(64 * 64 * 2), b(64 * 32 * 2), c(64 * 32 * 2 + 64), dd(64 * 32 * 2);
+  CK(cudaMemset(a.base, 0, a.bytes));
+  SparseMatrix s = compress(*h_, d, a.base, 0, 0, PruneMode::check);
+  Plan p(*h_, d);
+  const auto IA = Status::invalid_argument;
+  std::vector<uint8_t> host(1 << 16);
+  expect_error([&] { p.run(s, host.data(), nullptr, dd.base, 1, 0); }, IA, {"Plan::run: b", "host memory"});
+  void* pinned = nullptr;
+  CK(cudaMallocHost(&pinned, 1 << 16));
+  expect_error([&] { p.run(s, pinned, nullptr, dd.base, 1, 0); }, IA, {"page-locked host memory"});
+  cudaFreeHost(pinned);
+  expect_error([&] { compress(*h_, d, host.data(), 0, 0, PruneMode::check); }, IA, {"compress: a", "host memory"});
+  expect_error([&] { compress(*h_, d, a.base + 1, 0, 0, PruneMode::check); }, IA, {"compress: a", "2-byte aligned"});
+  // A buffer smaller than the description: B of 64 x 32 given a 32-column allocation of 16 rows.
+  DevMem small(64 * 16 * 2 - 256);
+  expect_error([&] { p.run(s, small.base, nullptr, dd.base, 1, 0); }, IA, {"runs past the end of its allocation"});
+  // C and D: partial overlap, or in place with different layouts.
+  expect_error([&] { p.run(s, b.base, c.base, c.base + 64, 1, 1); }, IA, {"overlap"});
+  MatmulDesc dl = d;
+  dl.ldd = 40;
+  Plan pl(*h_, dl);
+  expect_error([&] { pl.run(s, b.base, c.base, c.base, 1, 1); }, IA, {"c == d"});
+  // A device pointer given to a CPU handle.
+  Handle cpu(Device::cpu);
+  SparseMatrix sc = compress(cpu, d, host.data(), 0, 0, PruneMode::magnitude);
+  Plan pc(cpu, d);
+  expect_error([&] { pc.run(sc, b.base, nullptr, host.data(), 1, 0); }, IA, {"is GPU memory"});
+  // A compressed for the CPU given to a GPU plan, and the other way round.
+  expect_error([&] { p.run(sc, b.base, nullptr, dd.base, 1, 0); }, IA, {"compressed for the CPU"});
+}
+
+// Item 9: a handle binds to one device; calls run there and restore the caller's device.
+TEST_F(Robust, DeviceBinding) {
+  int n = 0;
+  CK(cudaGetDeviceCount(&n));
+  expect_error([&] { Handle h(Device::gpu, n); }, Status::not_supported, {"does not exist"});
+  Handle h0(Device::gpu, 0);
+  EXPECT_EQ(h0.gpu_ordinal(), 0);
+  EXPECT_NE(h0.device_name().find("device 0"), std::string::npos) << h0.device_name();
+  if (n < 2) GTEST_SKIP() << "one GPU: the cross-device half of this test needs two (run it on nvidia-h200-x2)";
+  // Current device 0, a handle on device 1: every call runs on 1 and leaves 0 current.
+  CK(cudaSetDevice(0));
+  Handle h1(Device::gpu, 1);
+  MatmulDesc d = desc_of(T::bf16, T::bf16, T::f32, 64, 16, 64);
+  std::mt19937_64 rng(seed() + 6);
+  Images im = make_images(d, rng, {});
+  CK(cudaSetDevice(1));
+  DevMem a1(im.a.size()), b1(im.b.size()), d1(im.d.size());
+  CK(cudaMemcpy(a1.base, im.a.data(), im.a.size(), cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(b1.base, im.b.data(), im.b.size(), cudaMemcpyHostToDevice));
+  CK(cudaSetDevice(0));
+  DevMem b0(im.b.size());
+  SparseMatrix s1 = compress(h1, d, a1.base, im.lda, 0, PruneMode::magnitude);
+  int cur = -1;
+  CK(cudaGetDevice(&cur));
+  EXPECT_EQ(cur, 0) << "compress left its device current";
+  Plan p1(h1, d);
+  p1.run(s1, b1.base, nullptr, d1.base, 1, 0);
+  CK(cudaGetDevice(&cur));
+  EXPECT_EQ(cur, 0);
+  expect_error([&] { p1.run(s1, b0.base, nullptr, d1.base, 1, 0); }, Status::invalid_argument, {"memory of CUDA device 0"});
+  expect_error([&] { compress(h0, d, a1.base, im.lda, 0, PruneMode::magnitude); }, Status::invalid_argument,
+               {"memory of CUDA device 1", "device 0"});
+  Plan p0(h0, d);
+  DevMem d0(im.d.size());
+  expect_error([&] { p0.run(s1, b0.base, nullptr, d0.base, 1, 0); }, Status::invalid_argument, {"A lives on CUDA device 1"});
+}
+
+// Item 11 and graphs: Plan::run enqueues without synchronising (capturable), a replay computes
+// the same D; compress finishes its work before it returns.
+TEST_F(Robust, GraphCaptureAndSynchronisation) {
+  std::mt19937_64 rng(seed() + 7);
+  MatmulDesc d1 = desc_of(T::bf16, T::bf16, T::bf16, 256, 16, 4096);  // split K (two kernels) on Hopper
+  d1.b_order = Order::row_major;                                     // plus B's transpose
+  d1.bias = true;
+  Images im1 = make_images(d1, rng, {});
+  RunOpts g;
+  g.graph = true;
+  twin(d1, im1, g, *h_);
+  MatmulDesc d2 = desc_of(T::s4, T::s4, T::s8, 130, 40, 256);  // the sm80 kernel
+  d2.ldb = 260;                                                 // copied into the workspace
+  Images im2 = make_images(d2, rng, {});
+  twin(d2, im2, g, *h_);
+  // compress synchronises its stream: nothing is pending when it returns.
+  cudaStream_t s;
+  CK(cudaStreamCreate(&s));
+  DevMem a(static_cast<size_t>(d1.m * d1.k * 2));
+  CK(cudaMemset(a.base, 0x3C, a.bytes));
+  SparseMatrix sm = compress(*h_, d1, a.base, 0, 0, PruneMode::magnitude, s);
+  EXPECT_EQ(cudaStreamQuery(s), cudaSuccess);
+  cudaStreamDestroy(s);
+}
+
+// Logging: each slower path is reported once, at plan time, at the hints level.
+TEST_F(Robust, SlowerPathsAreReported) {
+  std::vector<std::string> hints;  // those about B (a plan on the sm80 kernel adds one of its own)
+  set_log_callback([&](LogLevel l, std::string_view, std::string_view msg) {
+    if (l == LogLevel::hints && msg.rfind("B is", 0) == 0) hints.emplace_back(msg);
+  });
+  const LogLevel before = log_level();
+  set_log_level(LogLevel::hints);
+  MatmulDesc d = desc_of(T::bf16, T::bf16, T::f32, 64, 16, 64);
+  { Plan p(*h_, d); }
+  const size_t clean = hints.size();
+  d.ldb = d.k + 4;
+  { Plan p(*h_, d); }
+  d.ldb = 0, d.b_order = Order::row_major;
+  { Plan p(*h_, d); }
+  set_log_level(before);
+  set_log_callback(nullptr);
+  ASSERT_EQ(hints.size(), clean + 2);
+  EXPECT_NE(hints[clean].find("copied"), std::string::npos) << hints[clean];
+  EXPECT_NE(hints[clean + 1].find("transposed"), std::string::npos) << hints[clean + 1];
+}
+
+// The build's architectures decide what a handle offers: whatever it lists plans, and fp8 on the
+// mma.sp kernel appears only with sm_89 machine code or PTX loaded.
+TEST_F(Robust, ListedTypesMatchTheLoadedKernels) {
+  for (const TypeCombo& t : supported_types(*h_)) {
+    MatmulDesc d = desc_of(t.a, t.b, t.cd, 16, 8, kstep(t.a));
+    Plan p(*h_, d);
+    EXPECT_FALSE(p.describe().empty());
+  }
+  if (h_->compute_capability() == 90) {
+    MatmulDesc d = desc_of(T::bf16, T::bf16, T::f32, 16, 8, 32);
+    Plan p(*h_, d);
+    std::cout << "[   info   ] " << h_->device_name() << ": " << p.describe() << "\n";
+  }
+}
+
+// Item 11: after an asynchronous fault the next call says the context died earlier, not that it
+// failed itself. In a child process (the fault kills the context for good).
+__global__ void trap_kernel() { __trap(); }
+[[noreturn]] void fault_then_run() {
+  Handle h(Device::gpu);
+  MatmulDesc d = desc_of(T::bf16, T::bf16, T::f32, 16, 8, 32);
+  Plan p(h, d);
+  void *a = nullptr, *b = nullptr, *o = nullptr;
+  cudaMalloc(&a, 4096);
+  cudaMalloc(&b, 4096);
+  cudaMalloc(&o, 4096);
+  cudaMemset(a, 0, 4096);
+  SparseMatrix s = compress(h, d, a, 0, 0, PruneMode::check);
+  trap_kernel<<<1, 1>>>();
+  cudaDeviceSynchronize();
+  try {
+    p.run(s, b, nullptr, o, 1, 0);
+  } catch (const Error& e) {
+    std::cerr << e.what() << "\n";
+    std::exit(std::string(e.what()).find("earlier") != std::string::npos ? 0 : 3);
+  }
+  std::exit(4);
+}
+TEST_F(Robust, StickyErrorIsReportedAsEarlier) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(fault_then_run(), ::testing::ExitedWithCode(0), "earlier");
+}
+
+// Item 8: what a build offers on this GPU follows from the machine code the driver loads. Run on
+// the H100 with the default architectures (sm_90a: the sm90 kernel), with PTX only (compute_89:
+// the mma.sp kernel for every type, fp8 included) and with sm_80 machine code only (nothing
+// loads: Device::gpu refuses with the reason, automatic falls back to the CPU and says why).
+// scripts/device-robustness.sh builds the last two and checks the "[  build   ]" line.
+TEST(BuildArchitectures, HandleFollowsTheLoadedMachineCode) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) GTEST_SKIP() << "no CUDA GPU on this machine";
+  try {
+    Handle h(Device::gpu);
+    MatmulDesc d = desc_of(T::bf16, T::bf16, T::f32, 16, 8, 32);
+    Plan p(h, d);
+    bool fp8 = false;
+    for (const TypeCombo& t : supported_types(h)) fp8 |= t.a == T::e4m3;
+    std::cout << "[  build   ] loads: " << h.device_name() << "; bf16 plan: " << p.describe()
+              << "; fp8 listed: " << (fp8 ? "yes" : "no") << "\n";
+    Handle a(Device::automatic);
+    EXPECT_EQ(a.device(), Device::gpu);
+    EXPECT_EQ(a.fallback_reason(), "");
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Status::not_supported);
+    EXPECT_NE(std::string(e.what()).find("do not load"), std::string::npos) << e.what();
+    Handle a(Device::automatic);
+    EXPECT_EQ(a.device(), Device::cpu);
+    EXPECT_NE(a.fallback_reason().find("do not load"), std::string::npos) << a.fallback_reason();
+    EXPECT_TRUE(supported_types(Device::gpu).empty());
+    std::cout << "[  build   ] refused: " << e.what() << "\n";
+  }
+}
