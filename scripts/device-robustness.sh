@@ -4,7 +4,8 @@
 # build (compute_89, compiled by the driver: the sm80 kernel for every type) and from an
 # sm_80-only build (nothing loads on sm_90: refused with the reason); compute-sanitizer memcheck,
 # racecheck and synccheck over the GPU tests; a bench of the kernels' main shapes (speed must
-# not move). Results under $OUT (at most 8 files come back).
+# not move). Results under $OUT (at most 8 files come back). A call runs at most 10 minutes, so
+# PART=tests (the default) and PART=sanitizers are two calls on the same warm machine.
 set -uo pipefail
 out=${OUT:-robust-out}
 mkdir -p "$out"
@@ -21,22 +22,60 @@ step() {  # step NAME TIMEOUT CMD...: output to $OUT/NAME.txt, one line of statu
   echo "$name: exit $rc after $(($(date +%s) - t0)) s" | tee -a "$out/summary.txt"
   grep -E "^\[  (FAILED|PASSED|SKIPPED) |^\[  build   \]|ERROR SUMMARY|tests? (passed|failed)" "$out/$name.txt" | head -20 | tee -a "$out/summary.txt"
 }
-no_death=-Robust.StickyErrorIsReportedAsEarlier
-step gpu_tests 560 .devbin/spmma_gpu_tests --gtest_brief=1
-step gpu_tests_ptx89 560 .devbin/spmma_gpu_tests_ptx89 --gtest_brief=1 --gtest_filter=-Robust.LaunchLimits
-step gpu_tests_sm80 120 .devbin/spmma_gpu_tests_sm80 --gtest_brief=1
-# Sanitizers: every GPU test but the largest sizes (LaunchLimits) and the deliberate fault.
-step memcheck 590 compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
-  .devbin/spmma_gpu_tests --gtest_brief=1 --gtest_filter=-Robust.LaunchLimits:Robust.StickyErrorIsReportedAsEarlier
-small=MatmulGpu.EveryTypeAgainstADenseReference:MatmulGpu.SplitKAndTileEdges:Robust.BLayoutsTheKernelsCannotReadInPlace:Robust.GraphCaptureAndSynchronisation
-{
-  for tool in racecheck synccheck; do
-    echo "== compute-sanitizer --tool $tool"
-    timeout 280 compute-sanitizer --tool $tool --error-exitcode 9 --print-limit 20 .devbin/spmma_gpu_tests --gtest_brief=1 --gtest_filter=$small
-    echo "$tool: exit $?"
+if [ "${PART:-tests}" = tests ]; then
+  step gpu_tests 250 .devbin/spmma_gpu_tests --gtest_brief=1
+  step gpu_tests_ptx89 200 .devbin/spmma_gpu_tests_ptx89 --gtest_brief=1 --gtest_filter=-Robust.LaunchLimits
+  step gpu_tests_sm80 40 .devbin/spmma_gpu_tests_sm80 --gtest_brief=1
+  if [ -x .devbin/spmma_old ]; then
+    # Before / after, alternating, same shapes, same process order: the speed must not move.
+    shapes=8192x8192x8192,4096x16x4096,14336x2048x4096
+    for i in 1 2; do
+      for bin in spmma_old spmma; do
+        echo "== $bin (round $i)"
+        timeout 60 .devbin/$bin bench --types bf16,e4m3,s8 --shapes $shapes --reps 30 --json-out /tmp/ab_${bin}_$i.json |
+          grep -vE "^spmma bench on|^shape"
+      done
+    done > "$out/bench.txt" 2>&1
+    python3 - "$out" <<'PY' | tee -a "$out/summary.txt"
+import json, sys, statistics as st
+out = sys.argv[1]
+rows = {}
+for bin in ("spmma_old", "spmma"):
+    for i in (1, 2):
+        for r in json.load(open(f"/tmp/ab_{bin}_{i}.json")):
+            rows.setdefault((r["m"], r["n"], r["k"], r["type"]), {}).setdefault(bin, []).append((r["spmma_tflops"], r["spmma_host_us"]))
+print("shape type: old TFLOP/s (2 runs) | new TFLOP/s (2 runs) | new/old | host us old -> new")
+for key, v in rows.items():
+    o, n = [t for t, _ in v["spmma_old"]], [t for t, _ in v["spmma"]]
+    ho, hn = [h for _, h in v["spmma_old"]], [h for _, h in v["spmma"]]
+    print(f"{key[0]}x{key[1]}x{key[2]} {key[3]}: {o[0]:.1f} {o[1]:.1f} | {n[0]:.1f} {n[1]:.1f} | {st.mean(n)/st.mean(o):.3f} | {st.mean(ho):.1f} -> {st.mean(hn):.1f}")
+PY
+  fi
+  step bench_s4 60 .devbin/spmma bench --types s4 --shapes 8192x8192x8192,4096x16x4096 --reps 10 --json-out "$out/bench.json"
+elif [ "${PART}" = perf ]; then
+  # Kernel durations of the earlier and the current binary under Nsight Compute (serialised,
+  # caches flushed: the kernel alone, without the host's share of a bench call), and the
+  # opcode mix of their sm90 bf16 kernel's SASS.
+  for bin in spmma_old spmma; do
+    timeout 200 ncu --metrics gpu__time_duration.sum -k regex:spgemm_kernel -c 8 .devbin/$bin bench \
+      --types bf16,s8 --shapes 8192x8192x8192,14336x2048x4096 --reps 2 > "$out/ncu_$bin.txt" 2>&1
+    echo "$bin: $(grep -c gpu__time_duration "$out/ncu_$bin.txt") kernels timed" | tee -a "$out/summary.txt"
+    grep -E "spgemm_kernel|gpu__time_duration" "$out/ncu_$bin.txt" | sed -E 's/\(int, int, int\).*//' | cut -c1-140 | tee -a "$out/summary.txt"
+    cuobjdump -sass .devbin/$bin 2>/dev/null |
+      awk '/Function : .*spgemm_kernelINS0_4Bf16ENS0_4TileILi256/{p=1;next} p&&/Function :/{p=0} p' > /tmp/sass_$bin.txt
+    echo "$bin sass lines: $(wc -l < /tmp/sass_$bin.txt)" | tee -a "$out/summary.txt"
+    grep -oE "^\s+/\*[0-9a-f]+\*/\s+[A-Z][A-Z0-9.]+" /tmp/sass_$bin.txt | awk '{print $2}' | sort | uniq -c | sort -rn > "$out/ops_$bin.txt"
   done
-} > "$out/race_sync.txt" 2>&1
-grep -E "^(racecheck|synccheck): exit|ERROR SUMMARY|RACECHECK SUMMARY" "$out/race_sync.txt" | tee -a "$out/summary.txt"
-step bench 300 .devbin/spmma bench --types bf16,e4m3,s8,s4 \
-  --shapes 8192x8192x8192,4096x16x4096,4096x128x4096,14336x2048x4096 --reps 20 --json-out "$out/bench.json"
-grep -vE "^spmma bench on" "$out/bench.txt" | head -40
+  diff "$out/ops_spmma_old.txt" "$out/ops_spmma.txt" | head -40 | tee -a "$out/summary.txt"
+else
+  # Every GPU test but the largest sizes (LaunchLimits) and the deliberate fault.
+  step memcheck 330 compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
+    .devbin/spmma_gpu_tests --gtest_brief=1 --gtest_filter=-Robust.LaunchLimits:Robust.StickyErrorIsReportedAsEarlier
+  # racecheck tracks every shared-memory access (minutes per test): the kernels' every path
+  # (sm90 and sm80, split K, B repacked, graph capture) on the smaller tests.
+  small=MatmulGpu.EveryTypeAgainstADenseReference:MatmulGpu.SplitKAndTileEdges:Robust.GraphCaptureAndSynchronisation
+  for tool in racecheck synccheck; do
+    step $tool 200 compute-sanitizer --tool $tool --error-exitcode 9 --print-limit 20 \
+      .devbin/spmma_gpu_tests --gtest_brief=1 --gtest_filter=$small
+  done
+fi

@@ -15,6 +15,8 @@ strip -o .devpack/stage/spmma build/spmma
 strip -o .devpack/stage/spmma_gpu_tests build/tests/gpu/spmma_gpu_tests
 strip -o .devpack/stage/spmma_gpu_tests_ptx89 build-ptx89/tests/gpu/spmma_gpu_tests
 strip -o .devpack/stage/spmma_gpu_tests_sm80 build-sm80/tests/gpu/spmma_gpu_tests
+# An earlier CLI for a before/after bench (OLD_SPMMA=path/to/spmma), when given.
+[ -n "${OLD_SPMMA:-}" ] && strip -o .devpack/stage/spmma_old "$OLD_SPMMA"
 tar -C .devpack/stage -czf .devpack/bins.tgz .
 rm -rf .devpack/stage
 ls -la .devpack/bins.tgz

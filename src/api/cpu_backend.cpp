@@ -232,7 +232,8 @@ class CpuKernel final : public Kernel {
           const double cv = beta != 0.0f ? c_dec_(load_element(c, e * sc_ + cd_index(i, j, ldc_), c_dec_.bits())) : 0.0;
           double v = epilogue_value(acc(i, j), alpha, beta, cv, bias != nullptr, bias ? bias[i] : 0.0,
                                     static_cast<int>(d_.activation));
-          if (int_out_) v = to_integer_output(v, dt.min_value, dt.max_finite);
+          if (int_out_)
+            v = to_integer_output(v, static_cast<int32_t>(dt.min_value), static_cast<int32_t>(dt.max_finite));
           store_element(d, e * sd_ + cd_index(i, j, ldd_), d_bits_, encode(d_.d_type, v));
         }
     });

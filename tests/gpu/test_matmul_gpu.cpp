@@ -168,7 +168,12 @@ class MatmulGpu : public ::testing::Test {
  protected:
   void SetUp() override {
     int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) GTEST_SKIP() << "no GPU";
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) GTEST_SKIP() << "no CUDA GPU on this machine";
+    try {
+      Handle h(Device::gpu);
+    } catch (const Error& e) {
+      GTEST_SKIP() << "no usable GPU: " << e.what();
+    }
   }
 };
 

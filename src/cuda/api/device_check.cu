@@ -114,63 +114,60 @@ void set_smem_limit(const void* kernel, int bytes, const char* what) {
 }
 
 void check_device_memory(const void* p, size_t bytes, int ordinal, const char* what) {
-  // Allocations seen before: (base, size), so a hot loop of runs on the same buffers asks the
-  // driver once per buffer. An entry can go stale (a free, then a new allocation at the same
-  // address): a range the entry does not cover is asked again before it is refused, so a stale
-  // entry never refuses valid memory (it may let a buffer that shrank pass, as without a check).
-  struct Alloc {
+  // What the driver said of a pointer (its memory type and allocation) is kept per pointer, so a
+  // loop of runs on the same buffers asks it once (two driver calls per pointer were about 1 us
+  // of Plan::run's host time each). A range the kept answer does not cover is asked again before
+  // it is refused, so a stale entry never refuses valid memory; a buffer freed and allocated
+  // again smaller at the same address is checked against its first allocation.
+  struct Seen {
+    bool device = false;  // false: managed memory (the caller's size is trusted)
     uintptr_t base = 0;
-    size_t size = 0;
+    size_t size = 0;  // 0: the driver could not say
   };
   static std::mutex mu;
-  static std::map<uintptr_t, Alloc> seen;  // keyed by the pointers given
+  static std::map<std::pair<uintptr_t, int>, Seen> seen;
   const auto u = reinterpret_cast<uintptr_t>(p);
-  Alloc a;
+  const auto covers = [&](const Seen& s) { return !s.device || s.size == 0 || u + bytes <= s.base + s.size; };
   {
     std::lock_guard<std::mutex> lock(mu);
-    if (auto it = seen.find(u); it != seen.end()) a = it->second;
+    if (auto it = seen.find({u, ordinal}); it != seen.end() && covers(it->second)) return;
   }
-  if (a.size != 0 && u + bytes > a.base + a.size) a = Alloc{};  // stale or short: ask the driver
-  if (a.size == 0) {
-    cudaPointerAttributes attr{};
-    const cudaError_t e = cudaPointerGetAttributes(&attr, p);
-    if (e != cudaSuccess) {
-      check(e, std::string(what) + ": cudaPointerGetAttributes");
-    }
-    switch (attr.type) {
-      case cudaMemoryTypeDevice:
-        if (attr.device != ordinal)
-          fail(Status::invalid_argument, std::string(what) + " = " + address(p) + " is memory of CUDA device " +
-                                             std::to_string(attr.device) + ", the handle computes on device " +
-                                             std::to_string(ordinal));
-        break;
-      case cudaMemoryTypeManaged: break;
-      case cudaMemoryTypeHost:
-        fail(Status::invalid_argument, std::string(what) + " = " + address(p) +
-                                           " is page-locked host memory; a GPU handle takes device (or managed) "
-                                           "memory (copy it to the device first)");
-      default:
-        fail(Status::invalid_argument, std::string(what) + " = " + address(p) +
-                                           " is host memory, unknown to CUDA; a GPU handle takes device (or "
-                                           "managed) memory (copy it to the device first)");
-    }
+  Seen s;
+  cudaPointerAttributes attr{};
+  check(cudaPointerGetAttributes(&attr, p), std::string(what) + ": cudaPointerGetAttributes");
+  switch (attr.type) {
+    case cudaMemoryTypeDevice:
+      if (attr.device != ordinal)
+        fail(Status::invalid_argument, std::string(what) + " = " + address(p) + " is memory of CUDA device " +
+                                           std::to_string(attr.device) + ", the handle computes on device " +
+                                           std::to_string(ordinal));
+      s.device = true;
+      break;
+    case cudaMemoryTypeManaged: break;
+    case cudaMemoryTypeHost:
+      fail(Status::invalid_argument, std::string(what) + " = " + address(p) +
+                                         " is page-locked host memory; a GPU handle takes device (or managed) "
+                                         "memory (copy it to the device first)");
+    default:
+      fail(Status::invalid_argument, std::string(what) + " = " + address(p) +
+                                         " is host memory, unknown to CUDA; a GPU handle takes device (or "
+                                         "managed) memory (copy it to the device first)");
+  }
+  if (s.device) {
     CUdeviceptr base = 0;
     size_t size = 0;
     const auto range = address_range_fn();
-    if (range && range(&base, &size, static_cast<CUdeviceptr>(u)) == CUDA_SUCCESS) {
-      a = {static_cast<uintptr_t>(base), size};
-    } else {
-      a = {u, bytes};  // the driver cannot say (e.g. some managed memory): trust the caller's size
-    }
-    std::lock_guard<std::mutex> lock(mu);
-    if (seen.size() > 4096) seen.clear();
-    seen[u] = a;
+    if (range && range(&base, &size, static_cast<CUdeviceptr>(u)) == CUDA_SUCCESS)
+      s.base = static_cast<uintptr_t>(base), s.size = size;
   }
-  if (u + bytes > a.base + a.size)
+  if (!covers(s))
     fail(Status::invalid_argument, std::string(what) + " [" + address(p) + ", +" + std::to_string(bytes) +
-                                       " bytes) runs past the end of its allocation (" + std::to_string(a.size) +
-                                       " bytes from " + address(reinterpret_cast<const void*>(a.base)) +
+                                       " bytes) runs past the end of its allocation (" + std::to_string(s.size) +
+                                       " bytes from " + address(reinterpret_cast<const void*>(s.base)) +
                                        "): the buffer is smaller than the description needs");
+  std::lock_guard<std::mutex> lock(mu);
+  if (seen.size() > 4096) seen.clear();
+  seen[{u, ordinal}] = s;
 }
 
 }  // namespace spmma::cuda
@@ -180,20 +177,22 @@ namespace spmma::detail {
 // take GPU memory from a process that only computes on the CPU): without one, no device pointer
 // can exist and the driver answers with an error.
 bool is_device_pointer(const void* p) {
-  static const PFN_cuPointerGetAttribute_v4000 get = [] {
+  static const PFN_cuPointerGetAttributes_v7000 get = [] {
     void* f = nullptr;
     cudaDriverEntryPointQueryResult q{};
-    if (cudaGetDriverEntryPointByVersion("cuPointerGetAttribute", &f, 4000, cudaEnableDefault, &q) != cudaSuccess ||
+    if (cudaGetDriverEntryPointByVersion("cuPointerGetAttributes", &f, 7000, cudaEnableDefault, &q) != cudaSuccess ||
         q != cudaDriverEntryPointSuccess)
       f = nullptr;
     (void)cudaGetLastError();
-    return reinterpret_cast<PFN_cuPointerGetAttribute_v4000>(f);
+    return reinterpret_cast<PFN_cuPointerGetAttributes_v7000>(f);
   }();
   if (!get) return false;
+  // cuPointerGetAttributes answers "not CUDA's" with zeros and success for a host pointer, where
+  // the singular call returns an error (which compute-sanitizer reports as an API error).
   unsigned type = 0, managed = 0;
-  const auto dp = reinterpret_cast<CUdeviceptr>(p);
-  if (get(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, dp) != CUDA_SUCCESS) return false;
-  if (get(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, dp) == CUDA_SUCCESS && managed) return false;  // the host reads it
-  return type == CU_MEMORYTYPE_DEVICE;
+  CUpointer_attribute attrs[2] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED};
+  void* values[2] = {&type, &managed};
+  if (get(2, attrs, values, reinterpret_cast<CUdeviceptr>(p)) != CUDA_SUCCESS) return false;
+  return type == CU_MEMORYTYPE_DEVICE && !managed;  // managed memory: the host reads it
 }
 }  // namespace spmma::detail

@@ -67,10 +67,8 @@ __device__ __forceinline__ void store_d(int out_type, void* d, int64_t idx, doub
     case kOutF32: static_cast<float*>(d)[idx] = static_cast<float>(v); break;
     case kOutBf16: static_cast<__nv_bfloat16*>(d)[idx] = __double2bfloat16(v); break;
     case kOutF16: static_cast<__half*>(d)[idx] = __double2half(v); break;
-    case kOutS32:
-      static_cast<int32_t*>(d)[idx] = static_cast<int32_t>(detail::to_integer_output(v, -2147483648.0, 2147483647.0));
-      break;
-    default: static_cast<int8_t*>(d)[idx] = static_cast<int8_t>(detail::to_integer_output(v, -128.0, 127.0)); break;
+    case kOutS32: static_cast<int32_t*>(d)[idx] = detail::to_integer_output(v, INT32_MIN, INT32_MAX); break;
+    default: static_cast<int8_t*>(d)[idx] = static_cast<int8_t>(detail::to_integer_output(v, -128, 127)); break;
   }
 }
 
