@@ -1,6 +1,7 @@
 // Tests for the host sparse formats (include/spmma/sparse.hpp, docs/layouts.md "Compressed
 // matrix"). Properties run on fresh random inputs: the seed is printed and recorded, and
 // SPMMA_SEED=<n> replays a run.
+#include <chrono>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -838,3 +839,19 @@ TEST(SparseLayout, ExactSizes) {
 
 }  // namespace
 }  // namespace spmma
+
+// A matrix without elements costs O(1) however many empty rows it has (a legal .npy of shape
+// (2^40, 0) once made every one of these loop 2^40 times).
+TEST(SparseEmpty, NoElementsCostNothing) {
+  const auto start = std::chrono::steady_clock::now();
+  for (int64_t rows : {int64_t{1} << 40, int64_t{1} << 62}) {
+    const spmma::Matrix m(spmma::ElemType::bf16, rows, 0);
+    EXPECT_FALSE(spmma::check_pattern(m).has_value());
+    EXPECT_EQ(spmma::prune_magnitude(m).rows, rows);
+    EXPECT_EQ(spmma::prune_mask(m, {}).rows, rows);
+    const spmma::Compressed c = spmma::compress(m);
+    EXPECT_EQ(c.rows, rows);
+    EXPECT_EQ(spmma::decompress(c).rows, rows);
+  }
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 1.0);
+}

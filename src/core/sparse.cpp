@@ -124,6 +124,7 @@ std::optional<Violation> scan(int64_t rows, int64_t cols, const PatternInfo& inf
                               On on) {
   const int64_t chunks = cols / info.chunk;
   const detail::ChunkShape shape = detail::chunk_shape(info.pattern);
+  if (chunks == 0) return std::nullopt;  // no element: O(1), however many empty rows
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t c = 0; c < chunks; ++c) {
       const int64_t first = c * info.chunk;
@@ -225,6 +226,7 @@ Matrix prune_magnitude(const Matrix& dense, Pattern p) {
   const detail::ChunkShape shape = detail::chunk_shape(info.pattern);
   const ValueRule rule{dense.type};
   Matrix out(dense.type, dense.rows, dense.cols);
+  if (dense.cols == 0) return out;  // no element: O(1), however many empty rows
   for (int64_t r = 0; r < dense.rows; ++r)
     for (int64_t first = 0; first < dense.cols; first += info.chunk) {
       uint64_t* x = &out.at(r, first);
@@ -321,6 +323,7 @@ Compressed compress(const Matrix& dense, Pattern p, bool ordered_metadata) {
   c.metadata.assign(static_cast<size_t>(dense.rows * words), 0);
   const detail::ChunkShape shape = detail::chunk_shape(info.pattern);
   const ValueRule rule{dense.type};
+  if (chunks == 0) return c;  // no element: O(1), however many empty rows
   for (int64_t r = 0; r < dense.rows; ++r)
     for (int64_t ch = 0; ch < chunks; ++ch)
       c.set_nibble(r, ch,
@@ -351,6 +354,7 @@ Matrix decompress(const Compressed& c) {
 
   const detail::ChunkShape shape = detail::chunk_shape(info.pattern);
   Matrix out(c.type, c.rows, c.cols);
+  if (c.cols == 0) return out;  // no element: O(1), however many empty rows
   for (int64_t r = 0; r < c.rows; ++r) {
     for (int64_t ch = 0; ch < chunks; ++ch) {
       const uint8_t nib = c.nibble(r, ch);
