@@ -72,4 +72,17 @@ TEST(CliDemo, BadArgumentsAreNamed) {
   EXPECT_NE(r.err.find("--reps 0"), std::string::npos) << r.err;
 }
 
+// Sizes that cannot fit are refused before anything is allocated, with the memory they would
+// need (--m 2147483647 used to end in "unexpected error: std::bad_alloc", status 1).
+TEST(CliDemo, SizesThatCannotFitAreRefusedWithTheMemoryNeeded) {
+  for (const std::string args : {"--m 2147483647", "--n 2147483647", "--k 2147483616", "--m 1048576 --n 1048576 --k 1048576"}) {
+    SCOPED_TRACE(args);
+    const Result r = demo("--cpu --reps 1 " + args);
+    EXPECT_EQ(r.code, 2) << r.out << r.err;
+    EXPECT_EQ(r.err.rfind("spmma: error: demo: --m/--n/--k: M x N x K = ", 0), 0u) << r.err;
+    EXPECT_NE(r.err.find("of host memory, this machine has"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("bad_alloc"), std::string::npos) << r.err;
+  }
+}
+
 }  // namespace

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "spmma/npy.hpp"
+#include "spmma/safetensors.hpp"
 #include "spmma/sparse.hpp"
 #include "spmma/types.hpp"
 
@@ -81,9 +82,11 @@ class CliFormats : public ::testing::Test {
   }
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
 
-  CliResult run(const std::string& args) {
+  // Each run is limited (`timeout`: status 124), so that a command that hangs fails its test.
+  CliResult run(const std::string& args, int limit_s = 120) {
     const fs::path out = dir_ / "stdout.txt", err = dir_ / "stderr.txt";
-    const std::string cmd = quote(SPMMA_CLI_PATH) + " " + args + " >" + quote(out.string()) + " 2>" + quote(err.string());
+    const std::string cmd = "timeout -k 5 " + std::to_string(limit_s) + " " + quote(SPMMA_CLI_PATH) + " " + args + " >" +
+                            quote(out.string()) + " 2>" + quote(err.string());
     const int st = std::system(cmd.c_str());
     CliResult r;
     r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
@@ -107,6 +110,14 @@ class CliFormats : public ::testing::Test {
       npy_set_value(a, i, v);
     }
     return a;
+  }
+
+  // The documented error: status 2, one line "spmma: error: ...", holding every part.
+  static void expect_error(const CliResult& r, const std::vector<std::string>& parts) {
+    EXPECT_EQ(r.code, 2) << r.out << r.err;
+    EXPECT_EQ(r.err.rfind("spmma: error: ", 0), 0u) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    for (const auto& p : parts) EXPECT_NE(r.err.find(p), std::string::npos) << "lacks '" << p << "': " << r.err;
   }
 
   std::mt19937 rng_;
@@ -372,10 +383,313 @@ TEST_F(CliFormats, HelpAndVersion) {
   EXPECT_EQ(r.out.rfind("spmma ", 0), 0u) << r.out;
   r = run("");
   EXPECT_NE(r.code, 0);
-  r = run("check");  // missing the required input and --type: CLI11's own message
-  EXPECT_NE(r.code, 0);
-  EXPECT_NE(r.code, 2);
-  EXPECT_FALSE(r.err.empty());
+  r = run("check");  // missing the required input and --type: the documented one line and status 2
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err.rfind("spmma: error: check: IN.npy is required", 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+// ---------------------------------------------------------------- issue 8, items 12 and 13
+// A legal .npy with no elements, e.g. shape (2^40, 0) in 128 bytes, made the row loops run 2^40
+// times (decompress hung; check, prune, compress too at -O1), and values of shape (0, 2^62) made
+// decompress compute 2 * 2^62 (signed overflow). Every command refuses such arrays at once,
+// naming the file and the shape.
+TEST_F(CliFormats, ArraysWithoutElementsAreRefusedAtOnce) {
+  const std::string good = path("good.npy"), out = path("out.npy");
+  write_npy(good, random_dense("bf16", 4, 8));
+  const int64_t big = int64_t{1} << 40, huge = int64_t{1} << 62;
+  const std::vector<std::vector<int64_t>> shapes = {{big, 0}, {huge, 0}, {0, huge}, {0, 8}, {4, 0}, {0}};
+  for (const auto& shape : shapes) {
+    std::string text = "(" + std::to_string(shape[0]) + (shape.size() == 2 ? ", " + std::to_string(shape[1]) : ",") + ")";
+    SCOPED_TRACE(text);
+    const std::string e = path("empty.npy"), v = path("v.npy"), m = path("m.npy");
+    write_npy(e, make_npy("<f4", shape));
+    write_npy(v, make_npy("<u2", shape));
+    // Metadata of the shape the values imply (rows x ceil(2 * cols / 16)), computed without overflow.
+    const int64_t rows = shape.size() == 2 ? shape[0] : 1, vcols = shape.back();
+    write_npy(m, make_npy("<u2", {rows, static_cast<int64_t>((static_cast<uint64_t>(vcols) * 2 + 15) / 16)}));
+    const std::vector<std::string> parts = {text, "no elements"};
+    expect_error(run("check " + quote(e) + " --type bf16", 20), {e, text});
+    expect_error(run("prune " + quote(e) + " " + quote(out) + " --type bf16", 20), {e, text});
+    expect_error(run("prune " + quote(good) + " " + quote(out) + " --type bf16 --mask " + quote(e), 20), {e, text});
+    expect_error(run("compress " + quote(e) + " --type bf16 --out " + quote(path("c.safetensors")), 20), {e, text});
+    expect_error(run("compress " + quote(e) + " --type bf16 --values " + quote(path("cv.npy")) + " --meta " +
+                     quote(path("cm.npy")), 20),
+                 {e, text});
+    const CliResult r = run("decompress --type bf16 --values " + quote(v) + " --meta " + quote(m) + " " + quote(out), 20);
+    expect_error(r, {"no elements"});
+    EXPECT_TRUE(r.err.find(v + ": shape " + text) != std::string::npos ||
+                r.err.find(m + ": shape (" + std::to_string(rows)) != std::string::npos)
+        << r.err;
+    EXPECT_FALSE(fs::exists(out));
+  }
+  // The container: rows recorded as 2^40 or 2^62 with no columns.
+  for (const int64_t rows : {big, huge}) {
+    SafeTensors f;
+    f.metadata = {{"format", "spmma.compressed"}, {"format_version", "1"}, {"type", "bf16"}, {"pattern", "2:4"},
+                  {"rows", std::to_string(rows)},    {"cols", "0"},            {"ordered", "true"}};
+    f.tensors = {{"values", "BF16", {rows, 0}, {}}, {"metadata", "U16", {rows, 0}, {}}};
+    const std::string c = path("empty.safetensors");
+    write_safetensors(c, f);
+    expect_error(run("decompress " + quote(c) + " " + quote(out), 20), {c, "empty " + std::to_string(rows) + " x 0"});
+  }
+}
+
+// ---------------------------------------------------------------- issue 8, item 14
+// compress --out writes one self-describing file; decompress needs neither --type nor --cols.
+TEST_F(CliFormats, ContainerRoundTripEveryTypeWithoutTypeOrCols) {
+  const char* const st_dtype[] = {"F16", "BF16", "F32", "F8_E4M3", "F8_E5M2", "U8", "U8", "U8", "I8", "U8", "U8", "U8"};
+  for (size_t ti = 0; ti < std::size(kTypes); ++ti) {
+    const TypeCase& tc = kTypes[ti];
+    for (bool unordered : {false, true}) {
+      SCOPED_TRACE(std::string(tc.name) + (unordered ? " unordered" : ""));
+      const int64_t rows = 1 + rng_() % 9, cols = 8 * (1 + rng_() % 6);
+      const std::string in = path("in.npy"), pr = path("pr.npy"), c = path("c.safetensors"), back = path("back.npy");
+      const std::string flag = unordered ? " --unordered" : "";
+      write_npy(in, random_dense(tc.name, rows, cols));
+      ASSERT_EQ(run("prune " + quote(in) + " " + quote(pr) + " -t " + tc.name).code, 0);
+      CliResult r = run("compress " + quote(pr) + " --type " + tc.name + " --out " + quote(c) + flag + " --json");
+      ASSERT_EQ(r.code, 0) << r.out << r.err;
+      const json j = json::parse(r.out);
+      EXPECT_EQ(j["output"]["format"], "safetensors");
+      EXPECT_EQ(j["values"]["dtype"], st_dtype[ti]);
+
+      const SafeTensors f = read_safetensors(c);
+      EXPECT_EQ(f.metadata.at("format"), "spmma.compressed");
+      EXPECT_EQ(f.metadata.at("format_version"), "1");
+      EXPECT_EQ(f.metadata.at("type"), tc.name);
+      EXPECT_EQ(f.metadata.at("rows"), std::to_string(rows));
+      EXPECT_EQ(f.metadata.at("cols"), std::to_string(cols));
+      EXPECT_EQ(f.metadata.at("ordered"), unordered ? "false" : "true");
+      EXPECT_EQ(f.find("values")->dtype, st_dtype[ti]);
+      EXPECT_EQ(f.find("values")->shape, (std::vector<int64_t>{rows, cols / 2}));
+      EXPECT_EQ(f.find("metadata")->dtype, "U16");
+
+      r = run("decompress " + quote(c) + " " + quote(back));
+      ASSERT_EQ(r.code, 0) << r.out << r.err;
+      const NpyArray p = read_npy(pr), b = read_npy(back);
+      EXPECT_EQ(b.dtype, p.dtype);
+      EXPECT_EQ(b.shape, p.shape);
+      for (int64_t i = 0; i < p.size(); ++i) ASSERT_EQ(npy_value(b, i), npy_value(p, i)) << "element " << i;
+
+      // --type / --cols may be given; they must agree with the file.
+      EXPECT_EQ(run("decompress " + quote(c) + " " + quote(back) + " --type " + tc.name + " --cols " + std::to_string(cols)).code, 0);
+      const char* other = std::string(tc.name) == "bf16" ? "f16" : "bf16";
+      expect_error(run("decompress " + quote(c) + " " + quote(back) + " --type " + other), {c, tc.name, "drop --type"});
+      expect_error(run("decompress " + quote(c) + " " + quote(back) + " --cols " + std::to_string(cols + 8)), {c, "drop --cols"});
+    }
+  }
+  // Not a container: named, with what to do. Outputs given twice or half: refused.
+  const std::string pr = path("pr.npy");
+  expect_error(run("compress " + quote(pr) + " -t bf16 --out " + quote(path("a.safetensors")) + " --values " +
+                   quote(path("v.npy")) + " --meta " + quote(path("m.npy"))),
+               {"not both"});
+  expect_error(run("compress " + quote(pr) + " -t bf16 --values " + quote(path("v.npy"))), {"--meta is missing"});
+  expect_error(run("compress " + quote(pr) + " -t bf16"), {"--out"});
+  expect_error(run("decompress " + quote(path("c.safetensors")) + " " + quote(path("o.npy")) + " --values " +
+                   quote(path("v.npy")) + " --meta " + quote(path("m.npy"))),
+               {"not both"});
+  expect_error(run("decompress --values " + quote(path("v.npy")) + " --meta " + quote(path("m.npy")) + " " +
+                   quote(path("o.npy"))),
+               {"need --type"});
+  expect_error(run("decompress " + quote(pr) + " " + quote(path("o.npy"))), {pr, "this is a .npy file"});
+  expect_error(run("decompress " + quote(path("o.npy"))), {"--values"});
+}
+
+// With --values/--meta, the values' dtype must be the one compress writes for --type: e4m3 values
+// (uint8) are not bf16 (uint16), bf16 values are not tf32 (uint32). Every pair of types whose
+// containers differ is refused, with what to do.
+TEST_F(CliFormats, DecompressRefusesValuesWrittenForAnotherType) {
+  auto width = [](const TypeCase& t) { return std::string(t.bits_dtype).back() - '0'; };
+  for (const TypeCase& a : kTypes) {
+    const std::string in = path("in.npy"), pr = path("pr.npy"), v = path("v.npy"), m = path("m.npy");
+    write_npy(in, random_dense(a.name, 2, 16));
+    ASSERT_EQ(run("prune " + quote(in) + " " + quote(pr) + " -t " + a.name).code, 0);
+    ASSERT_EQ(run("compress " + quote(pr) + " -t " + a.name + " --values " + quote(v) + " --meta " + quote(m)).code, 0);
+    for (const TypeCase& b : kTypes) {
+      if (width(a) == width(b)) continue;
+      SCOPED_TRACE(std::string(a.name) + " values read as " + b.name);
+      const std::string out = path("out.npy");
+      expect_error(run("decompress --type " + std::string(b.name) + " --values " + quote(v) + " --meta " + quote(m) + " " +
+                       quote(out)),
+                   {v, a.bits_dtype, b.name, "pass the --type the file was compressed with"});
+      EXPECT_FALSE(fs::exists(out));
+    }
+  }
+}
+
+// ---------------------------------------------------------------- issue 8, item 15
+// An output that is an input, or another output, under any spelling of its path, is refused
+// before anything is written.
+TEST_F(CliFormats, OutputsThatAreInputsOrEachOtherAreRefused) {
+  const std::string in = path("in.npy"), pr = path("pr.npy"), v = path("v.npy"), m = path("m.npy"), c = path("c.safetensors"),
+                    mask = path("mask.npy");
+  write_npy(in, random_dense("bf16", 4, 16));
+  ASSERT_EQ(run("prune " + quote(in) + " " + quote(pr) + " -t bf16").code, 0);
+  ASSERT_EQ(run("compress " + quote(pr) + " -t bf16 --values " + quote(v) + " --meta " + quote(m)).code, 0);
+  ASSERT_EQ(run("compress " + quote(pr) + " -t bf16 --out " + quote(c)).code, 0);
+  write_npy(mask, make_npy("|b1", {4, 16}));
+  fs::create_directories(dir_ / "sub");
+  // Other names of the same file: ./, ../, a symbolic link, a hard link.
+  auto aliases = [&](const std::string& p) {
+    const std::string name = fs::path(p).filename().string();
+    std::vector<std::string> out = {p, (dir_ / "." / name).string(), (dir_ / "sub" / ".." / name).string()};
+    const fs::path sym = dir_ / ("sym_" + name), hard = dir_ / ("hard_" + name);
+    fs::remove(sym);
+    fs::remove(hard);
+    fs::create_symlink(p, sym);
+    fs::create_hard_link(p, hard);
+    out.push_back(sym.string());
+    out.push_back(hard.string());
+    return out;
+  };
+  const std::string before_in = slurp(in), before_pr = slurp(pr), before_v = slurp(v), before_m = slurp(m),
+                    before_c = slurp(c);
+  for (const std::string& a : aliases(in)) {
+    SCOPED_TRACE(a);
+    expect_error(run("prune " + quote(in) + " " + quote(a) + " -t bf16"), {"same file", a});
+  }
+  for (const std::string& a : aliases(mask)) {
+    SCOPED_TRACE(a);
+    expect_error(run("prune " + quote(in) + " " + quote(a) + " -t bf16 --mask " + quote(mask)), {"same file", a});
+  }
+  const std::string x = path("x.npy");
+  expect_error(run("compress " + quote(pr) + " -t bf16 --values " + quote(x) + " --meta " + quote(x)), {"same file", x});
+  EXPECT_FALSE(fs::exists(x));
+  expect_error(run("compress " + quote(pr) + " -t bf16 --values " + quote(x) + " --meta " + quote(path("sub/../x.npy"))),
+               {"same file"});
+  EXPECT_FALSE(fs::exists(x));
+  for (const std::string& a : aliases(pr)) {
+    SCOPED_TRACE(a);
+    expect_error(run("compress " + quote(pr) + " -t bf16 --values " + quote(a) + " --meta " + quote(path("m2.npy"))),
+                 {"same file", a});
+    expect_error(run("compress " + quote(pr) + " -t bf16 --values " + quote(path("v2.npy")) + " --meta " + quote(a)),
+                 {"same file", a});
+    expect_error(run("compress " + quote(pr) + " -t bf16 --out " + quote(a)), {"same file", a});
+  }
+  for (const std::string& a : aliases(v)) {
+    SCOPED_TRACE(a);
+    expect_error(run("decompress -t bf16 --values " + quote(v) + " --meta " + quote(m) + " " + quote(a)), {"same file", a});
+  }
+  for (const std::string& a : aliases(m)) {
+    SCOPED_TRACE(a);
+    expect_error(run("decompress -t bf16 --values " + quote(v) + " --meta " + quote(m) + " " + quote(a)), {"same file", a});
+  }
+  for (const std::string& a : aliases(c)) {
+    SCOPED_TRACE(a);
+    expect_error(run("decompress " + quote(c) + " " + quote(a)), {"same file", a});
+  }
+  EXPECT_EQ(slurp(in), before_in);
+  EXPECT_EQ(slurp(pr), before_pr);
+  EXPECT_EQ(slurp(v), before_v);
+  EXPECT_EQ(slurp(m), before_m);
+  EXPECT_EQ(slurp(c), before_c);
+  EXPECT_FALSE(fs::exists(path("m2.npy")));
+  EXPECT_FALSE(fs::exists(path("v2.npy")));
+}
+
+// A write that fails is an error (status 2, the file named) and leaves no partial output: not
+// the values file when the metadata cannot be written, and no temporary beside the target.
+TEST_F(CliFormats, FailedWritesAreErrorsAndLeaveNoPartialOutput) {
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+  const std::string in = path("in.npy"), pr = path("pr.npy"), v = path("v.npy"), m = path("m.npy"), c = path("c.safetensors");
+  write_npy(in, random_dense("bf16", 4, 16));
+  ASSERT_EQ(run("prune " + quote(in) + " " + quote(pr) + " -t bf16").code, 0);
+  expect_error(run("compress " + quote(pr) + " -t bf16 --values " + quote(v) + " --meta /dev/full"), {"/dev/full", "write failed"});
+  EXPECT_FALSE(fs::exists(v)) << "the values were written although the metadata could not be";
+  expect_error(run("compress " + quote(pr) + " -t bf16 --values /dev/full --meta " + quote(m)), {"/dev/full", "write failed"});
+  EXPECT_FALSE(fs::exists(m));
+  expect_error(run("compress " + quote(pr) + " -t bf16 --out /dev/full"), {"/dev/full", "write failed"});
+  expect_error(run("prune " + quote(in) + " /dev/full -t bf16"), {"/dev/full", "write failed"});
+  const std::string missing = path("no_such_dir/c.safetensors");
+  expect_error(run("compress " + quote(pr) + " -t bf16 --out " + quote(missing)), {missing, "does not exist"});
+  expect_error(run("compress " + quote(pr) + " -t bf16 --out " + quote(dir_.string())), {dir_.string(), "directory"});
+  ASSERT_EQ(run("compress " + quote(pr) + " -t bf16 --out " + quote(c)).code, 0);
+  expect_error(run("decompress " + quote(c) + " /dev/full"), {"/dev/full", "write failed"});
+  for (const auto& e : fs::directory_iterator(dir_))
+    EXPECT_EQ(e.path().filename().string().find(".spmma-tmp"), std::string::npos) << "left behind: " << e.path();
+}
+
+// ---------------------------------------------------------------- issue 8, item 16
+// An integer array with a float --type: bit patterns (torch's w.view(torch.int16)) or numbers?
+// Refused without --bits, with what to do; integer dtypes of every width, signed and unsigned.
+TEST_F(CliFormats, IntegerArraysWithAFloatTypeNeedBits) {
+  const std::string out = path("out.npy");
+  for (const char* type : {"bf16", "tf32", "e4m3", "e2m1"}) {
+    for (const char* dt : {"|i1", "|u1", "<i2", "<u2", "<i4", "<u4", "<i8", "<u8"}) {
+      SCOPED_TRACE(std::string(type) + " from " + dt);
+      const std::string f = path("int.npy");
+      NpyArray a = make_npy(dt, {2, 8});
+      for (int64_t i = 0; i < a.size(); ++i) npy_set_raw(a, i, rng_() & 0x3F);
+      write_npy(f, a);
+      for (const std::string cmd : {"check " + quote(f), "prune " + quote(f) + " " + quote(out),
+                                    "compress " + quote(f) + " --out " + quote(path("c.safetensors"))})
+        expect_error(run(cmd + " --type " + type), {f, dt, "ambiguous", "--bits"});
+      EXPECT_FALSE(fs::exists(out));
+    }
+  }
+}
+
+// Bit patterns given explicitly (--bits with an integer array of the type's width, signed or
+// unsigned; or a raw-bytes 'V' dtype as NumPy writes ml_dtypes' bfloat16 '<V2' and float8 '|V1')
+// give exactly what the same matrix gives by value; prune writes bit patterns back in the input's
+// dtype. Wrong widths and --bits on numbers are refused.
+TEST_F(CliFormats, BitPatternsWithBitsOrRawDtypesEqualValues) {
+  struct BitsCase {
+    const char* type;
+    ElemType t;
+    std::vector<std::string> dtypes;
+  };
+  const BitsCase cases[] = {{"bf16", ElemType::bf16, {"<u2", "<i2", "<V2"}}, {"f16", ElemType::f16, {"<u2", "<i2", "<V2"}},
+                            {"tf32", ElemType::tf32, {"<u4", "<i4", "<V4"}}, {"e4m3", ElemType::e4m3, {"|u1", "|i1", "|V1"}},
+                            {"e5m2", ElemType::e5m2, {"|u1", "|V1"}},        {"e2m1", ElemType::e2m1, {"|u1", "|V1"}},
+                            {"s8", ElemType::s8, {"|u1", "|V1"}}};
+  for (const BitsCase& bc : cases) {
+    const int64_t rows = 1 + rng_() % 5, cols = 8 * (1 + rng_() % 4);
+    const std::string fv = path("values.npy"), pv = path("pv.npy"), cv = path("cv.safetensors");
+    const NpyArray values = random_dense(bc.type, rows, cols);
+    write_npy(fv, values);
+    ASSERT_EQ(run("prune " + quote(fv) + " " + quote(pv) + " --type " + bc.type).code, 0);
+    ASSERT_EQ(run("compress " + quote(pv) + " --type " + std::string(bc.type) + " --out " + quote(cv)).code, 0);
+    const Matrix want = npy_to_matrix(read_npy(pv), bc.t, "pv");
+    Matrix m(bc.t, rows, cols);  // the same matrix as bit patterns
+    for (int64_t i = 0; i < values.size(); ++i) m.bits[static_cast<size_t>(i)] = encode(bc.t, npy_value(values, i));
+    for (const std::string& dt : bc.dtypes) {
+      SCOPED_TRACE(std::string(bc.type) + " as " + dt);
+      const bool raw = dt[1] == 'V';
+      const std::string flag = raw ? "" : " --bits";
+      const std::string fb = path("bits.npy"), pb = path("pb.npy"), cb = path("cb.safetensors");
+      write_npy(fb, matrix_bits_to_npy(m, dt));
+      CliResult r = run("prune " + quote(fb) + " " + quote(pb) + " --type " + bc.type + flag);
+      ASSERT_EQ(r.code, 0) << r.out << r.err;
+      const NpyArray p = read_npy(pb);
+      EXPECT_EQ(p.dtype, dt);
+      EXPECT_EQ(npy_bits_to_matrix(p, bc.t, "pb").bits, want.bits);
+      r = run("check " + quote(pb) + " --type " + bc.type + flag);
+      EXPECT_EQ(r.code, 0) << r.out << r.err;
+      r = run("compress " + quote(pb) + " --type " + bc.type + flag + " --out " + quote(cb));
+      ASSERT_EQ(r.code, 0) << r.out << r.err;
+      EXPECT_EQ(slurp(cb), slurp(cv)) << "bit patterns and values compress differently";
+    }
+  }
+  // Refusals: the width of the type, and --bits on numbers.
+  const std::string f = path("f.npy");
+  write_npy(f, make_npy("<V2", {2, 8}));
+  expect_error(run("check " + quote(f) + " --type e4m3"), {f, "'<V2'", "2-byte", "1 byte", "--type"});
+  expect_error(run("check " + quote(f) + " --type tf32"), {f, "'<V2'", "4 bytes"});
+  write_npy(f, make_npy("|V1", {2, 8}));
+  expect_error(run("check " + quote(f) + " --type bf16"), {f, "'|V1'", "2 bytes"});
+  write_npy(f, make_npy("<u2", {2, 8}));
+  expect_error(run("check " + quote(f) + " --type e4m3 --bits"), {f, "'<u2'", "1 byte"});
+  write_npy(f, make_npy("<f4", {2, 8}));
+  expect_error(run("check " + quote(f) + " --type bf16 --bits"), {f, "'<f4'", "drop --bits"});
+  write_npy(f, make_npy("|b1", {2, 8}));
+  expect_error(run("check " + quote(f) + " --type e4m3 --bits"), {f, "'|b1'", "drop --bits"});
+  // A raw-bytes mask has no numbers.
+  const std::string in = path("in.npy");
+  write_npy(in, random_dense("bf16", 2, 8));
+  write_npy(f, make_npy("<V2", {2, 8}));
+  expect_error(run("prune " + quote(in) + " " + quote(path("o.npy")) + " --type bf16 --mask " + quote(f)), {f, "raw bytes"});
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 
 #include <unistd.h>
 
+#include "io/files.hpp"
 #include "spmma/error.hpp"
 #include "spmma/matrix.hpp"
 #include "spmma/npy.hpp"
@@ -407,6 +408,131 @@ TEST_F(NpyTest, MatrixFromBitsChecksWidthAndDtype) {
   EXPECT_EQ(m.value(0, 0), -1.0);
   EXPECT_EQ(m.value(0, 1), 1.0);
   EXPECT_THROW((void)npy_bits_to_matrix(make_npy("<f4", {2}), ElemType::bf16, "f.npy"), Error);
+}
+
+// ml_dtypes' bfloat16 and float8 arrays are saved by NumPy with the raw-bytes descr '<V2' / '|V1'
+// (they were refused): read as bit patterns, never as numbers; widths 1, 2, 4, 8.
+TEST_F(NpyTest, ReadsRawBytesDtypesAsBitPatterns) {
+  const std::vector<std::pair<std::string, std::string>> spellings = {
+      {"<V2", "<V2"}, {"|V2", "<V2"}, {"V2", "<V2"}, {"|V1", "|V1"}, {"<V1", "|V1"}, {"<V4", "<V4"}, {"|V8", "<V8"}};
+  for (const auto& [descr, normalized] : spellings) {
+    SCOPED_TRACE(descr);
+    const size_t item = static_cast<size_t>(normalized[2] - '0');
+    const auto data = random_bytes(2 * 3 * item);
+    const std::string p = path("v.npy");
+    write_bytes(p, hand_made(1, "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (2, 3), }\n", data));
+    const NpyArray a = read_npy(p);
+    EXPECT_EQ(a.dtype, normalized);
+    EXPECT_EQ(a.data, data);
+    EXPECT_TRUE(npy_dtype_is_void(a.dtype));
+    EXPECT_FALSE(npy_dtype_is_integer(a.dtype));
+    EXPECT_FALSE(npy_dtype_is_float(a.dtype));
+    EXPECT_THROW((void)npy_value(a, 0), Error);  // raw bytes have no numeric value
+    NpyArray b = a;
+    EXPECT_THROW(npy_set_value(b, 0, 1.0), Error);
+    write_npy(path("w.npy"), a);
+    EXPECT_EQ(read_npy(path("w.npy")).data, data);
+  }
+  expect_io_error(([&] {
+                    const std::string p = path("be.npy");
+                    write_bytes(p, hand_made(1, "{'descr': '>V2', 'fortran_order': False, 'shape': (1,), }\n", {0, 0}));
+                    return p;
+                  })(),
+                  "big-endian");
+  expect_io_error(([&] {
+                    const std::string p = path("v3.npy");
+                    write_bytes(p, hand_made(1, "{'descr': '|V3', 'fortran_order': False, 'shape': (1,), }\n", {0, 0, 0}));
+                    return p;
+                  })(),
+                  "unsupported dtype '|V3'");
+  // bf16 -1.0 and 1.0 as ml_dtypes saves them; e4m3 1.0 in '|V1'.
+  NpyArray bf = make_npy("<V2", {1, 2});
+  npy_set_raw(bf, 0, 0xBF80);
+  npy_set_raw(bf, 1, 0x3F80);
+  const Matrix m = npy_bits_to_matrix(bf, ElemType::bf16, "bf.npy");
+  EXPECT_EQ(m.value(0, 0), -1.0);
+  EXPECT_EQ(m.value(0, 1), 1.0);
+  NpyArray f8 = make_npy("|V1", {1});
+  npy_set_raw(f8, 0, 0x38);
+  EXPECT_EQ(npy_bits_to_matrix(f8, ElemType::e4m3, "f8.npy").value(0, 0), 1.0);
+  EXPECT_EQ(matrix_bits_to_npy(m, "<V2").data, bf.data);
+}
+
+// The .npy reader is also built with clang (a libFuzzer target): src/io/npy.cpp must compile
+// there (a std::pair of the incomplete PyVal did not).
+TEST_F(NpyTest, ReaderCompilesWithClang) {
+  if (std::system("command -v clang++ >/dev/null 2>&1") != 0) GTEST_SKIP() << "no clang++";
+  const fs::path root = fs::path(__FILE__).parent_path().parent_path();
+  const fs::path log = dir_ / "clang.log";
+  const std::string cmd = "clang++ -std=c++20 -fsyntax-only -I'" + (root / "include").string() + "' -I'" +
+                          (root / "src").string() + "' '" + (root / "src/io/npy.cpp").string() + "' >'" + log.string() +
+                          "' 2>&1";
+  const int rc = std::system(cmd.c_str());
+  const auto text = read_bytes(log.string());
+  EXPECT_EQ(rc, 0) << std::string(text.begin(), text.end());
+}
+
+// Writes go through a temporary beside the target and a rename: a failure (here /dev/full)
+// leaves no file, and no temporary; the files of one OutputFiles appear together or not at all.
+TEST_F(NpyTest, WritesAreWholeOrNotAtAll) {
+  NpyArray a = make_npy("<f4", {2, 2});
+  a.data = random_bytes(a.data.size());
+  // Replacing a file keeps its permissions; writing through a symbolic link replaces its target.
+  const std::string p = path("x.npy"), link = path("link.npy");
+  write_npy(p, make_npy("<f4", {1}));
+  fs::permissions(p, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  write_npy(p, a);
+  EXPECT_EQ(read_npy(p).data, a.data);
+  EXPECT_EQ(fs::status(p).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  fs::create_symlink(p, link);
+  a.data = random_bytes(a.data.size());
+  write_npy(link, a);
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(read_npy(p).data, a.data);
+  if (fs::exists("/dev/full")) {
+    try {
+      write_npy("/dev/full", a);
+      ADD_FAILURE() << "a write to /dev/full succeeded";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Status::io_error);
+      EXPECT_NE(std::string(e.what()).find("/dev/full: write failed"), std::string::npos) << e.what();
+    }
+    io::OutputFiles files;
+    files.add(path("first.npy"), serialize_npy(a));
+    files.add("/dev/full", serialize_npy(a));
+    EXPECT_THROW(files.commit(), Error);
+    EXPECT_FALSE(fs::exists(path("first.npy")));
+  }
+  {
+    io::OutputFiles files;
+    files.add(path("one.npy"), serialize_npy(a));
+    EXPECT_THROW(files.add(path("sub/../one.npy"), serialize_npy(a)), Error);  // the same file twice
+  }
+  for (const auto& e : fs::directory_iterator(dir_))
+    EXPECT_EQ(e.path().filename().string().find(".spmma-tmp"), std::string::npos) << "left behind: " << e.path();
+  // Paths that cannot be outputs fail before any work.
+  EXPECT_THROW(io::check_output_path(dir_.string()), Error);
+  EXPECT_THROW(io::check_output_path(path("none/x.npy")), Error);
+  EXPECT_THROW(io::check_output_path(path("x.npy/y.npy")), Error);  // x.npy is a file
+  EXPECT_NO_THROW(io::check_output_path(path("new.npy")));
+  // Names of one file.
+  fs::create_directories(dir_ / "sub");
+  EXPECT_TRUE(io::same_file(p, path("sub/../x.npy")));
+  EXPECT_TRUE(io::same_file(p, link));
+  EXPECT_TRUE(io::same_file(path("new.npy"), path("./new.npy")));
+  EXPECT_FALSE(io::same_file(p, path("y.npy")));
+}
+
+// An element count that fits in 64 bits but whose byte count does not (2^62 x 8 bytes) wrapped to
+// an empty buffer.
+TEST_F(NpyTest, ByteCountsThatOverflowAreRefused) {
+  EXPECT_THROW((void)make_npy("<f8", {int64_t{1} << 61, 2}), Error);
+  EXPECT_THROW((void)make_npy("<u4", {int64_t{1} << 62}), Error);
+  NpyArray a;
+  a.dtype = "<f8";
+  a.shape = {int64_t{1} << 61, 2};
+  EXPECT_THROW((void)serialize_npy(a), Error);
 }
 
 }  // namespace

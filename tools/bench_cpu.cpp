@@ -2,10 +2,13 @@
 #include "bench_cpu.hpp"
 
 #include <cblas.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <new>
 #include <random>
 #include <string>
 
@@ -37,6 +40,27 @@ std::vector<uint8_t> to_memory(const Matrix& m) {
   std::vector<uint8_t> out(static_cast<size_t>((m.rows * m.cols * bits + 7) / 8));
   for (int64_t i = 0; i < m.rows * m.cols; ++i) store_element(out.data(), i, bits, m.bits[static_cast<size_t>(i)]);
   return out;
+}
+
+uint64_t checked_mul(uint64_t a, uint64_t b, bool& over) {
+  uint64_t r = 0;
+  over = over || __builtin_mul_overflow(a, b, &r);
+  return r;
+}
+uint64_t checked_add(uint64_t a, uint64_t b, bool& over) {
+  uint64_t r = 0;
+  over = over || __builtin_add_overflow(a, b, &r);
+  return r;
+}
+
+std::string human(uint64_t bytes) {
+  double b = static_cast<double>(bytes);
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int u = 0;
+  while (b >= 1024 && u < 6) b /= 1024, ++u;
+  char buf[48];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", b, units[u]);
+  return buf;
 }
 
 std::vector<float> to_f32(const Matrix& m) {
@@ -124,13 +148,65 @@ Row run_case(const Options& o, ElemType t, const std::array<int64_t, 3>& shape, 
     r.max_error = worst;
     r.rel_error = std::sqrt(num / (den + 1e-300));
     r.verified = finite && worst <= error_bound(cd);
+    if (!r.verified)
+      r.note = finite ? "worst element error " + std::to_string(worst) + " above the bound " + std::to_string(error_bound(cd))
+                      : std::string("D holds a non-finite value");
   } catch (const Error& e) {
     r.note = e.what();
+  } catch (const std::bad_alloc&) {
+    r.note = "out of host memory";  // the row is then not verified, and bench says so
   }
   return r;
 }
 
 }  // namespace
+
+CaseMemory case_memory(const std::array<int64_t, 3>& shape, ElemType t, bool gpu, bool prune) {
+  bool over = false;
+  const auto m = static_cast<uint64_t>(shape[0]), n = static_cast<uint64_t>(shape[1]), k = static_cast<uint64_t>(shape[2]);
+  const uint64_t mb = static_cast<uint64_t>(std::max(memory_bits(t), 8) / 8);
+  const uint64_t cb = static_cast<uint64_t>(memory_bits(output_type(t)) / 8);
+  const uint64_t mk = checked_mul(m, k, over), nk = checked_mul(n, k, over), mn = checked_mul(m, n, over);
+  CaseMemory r;
+  if (!gpu) {
+    // A: Matrix, pruned Matrix, bytes, f32, the backend's f32 copy, compressed; B: Matrix, bytes,
+    // f32, f64, the backend's f32 copy; D: bytes, f32 baseline, the backend's f32; reference rows.
+    const uint64_t budget = uint64_t{1} << 28;
+    const uint64_t checked = std::clamp<uint64_t>(nk ? budget / nk : m, std::min<uint64_t>(m, 16), m);
+    r.host = checked_add(checked_add(checked_mul(mk, 24 + 2 * mb, over), checked_mul(nk, 24 + mb, over), over),
+                         checked_add(checked_mul(mn, 8 + cb, over), checked_mul(checked_mul(checked, n, over), 16, over), over),
+                         over);
+  } else {
+    // Device: A, B, compressed A, D twice (spmma, cuBLAS), cuBLAS's 32 MiB workspace. Host: the
+    // pruning copies of A (prune) and both D's downloaded for the comparison.
+    r.device = checked_add(checked_add(checked_mul(mk, mb + mb, over), checked_mul(nk, mb, over), over),
+                           checked_add(checked_mul(mn, 2 * cb, over), uint64_t{32} << 20, over), over);
+    r.host = checked_add(prune ? checked_mul(mk, mb + 16, over) : 0, checked_mul(mn, 2 * cb, over), over);
+  }
+  if (over) r.host = r.device = UINT64_MAX;
+  return r;
+}
+
+uint64_t host_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || size <= 0) return 0;
+  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(size);
+}
+
+void require_memory(const std::array<int64_t, 3>& shape, ElemType t, bool gpu, bool prune, uint64_t gpu_free,
+                    const std::string& what) {
+  const CaseMemory need = case_memory(shape, t, gpu, prune);
+  const uint64_t have = host_memory_bytes();
+  const std::string mnk = std::to_string(shape[0]) + " x " + std::to_string(shape[1]) + " x " + std::to_string(shape[2]) +
+                          " " + std::string(type_name(t));
+  auto amount = [](uint64_t b) { return b == UINT64_MAX ? std::string("more than 2^64 bytes") : "about " + human(b); };
+  if (have > 0 && need.host > have)
+    fail(Status::invalid_argument, what + ": M x N x K = " + mnk + " needs " + amount(need.host) +
+                                       " of host memory, this machine has " + human(have) + "; choose smaller sizes");
+  if (gpu && gpu_free > 0 && need.device > gpu_free)
+    fail(Status::invalid_argument, what + ": M x N x K = " + mnk + " needs " + amount(need.device) +
+                                       " of GPU memory, " + human(gpu_free) + " is free; choose smaller sizes");
+}
 
 std::vector<Row> run_cpu(const Options& o) {
   std::vector<Row> rows;

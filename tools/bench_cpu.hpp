@@ -2,6 +2,8 @@
 // (cblas_sgemm, OpenBLAS) of the same pruned A. The CPU counterpart of bench::run_gpu
 // (src/cuda/bench/bench_gpu.hpp), filling the same Row; used by `spmma bench` and `spmma demo`.
 #pragma once
+#include <cstdint>
+#include <string>
 #include <vector>
 
 #include "cuda/bench/bench_gpu.hpp"
@@ -17,5 +19,20 @@ namespace spmma::bench {
 // cblas_sgemm on that pruned A and B decoded to f32 (cpu_dense_ms, cpu_dense_tflops). A case that
 // fails leaves its error in Row::note.
 std::vector<Row> run_cpu(const Options& o);
+
+// About how much memory one case of run_cpu (gpu = false) or run_gpu (gpu = true) takes: on the
+// host (the matrices as Matrix, their byte and f32 copies, the reference rows, the CPU backend's
+// f32 operands) and on the device. UINT64_MAX where the sum overflows 64 bits.
+struct CaseMemory {
+  uint64_t host = 0, device = 0;
+};
+CaseMemory case_memory(const std::array<int64_t, 3>& shape, ElemType t, bool gpu, bool prune);
+// Physical memory of this machine (sysconf), 0 when unknown.
+uint64_t host_memory_bytes();
+// invalid_argument, before any allocation, when a case needs more host memory than the machine
+// has (or, with gpu_free > 0, more device memory than is free): "<what>: M x N x K <type> needs
+// about 30.0 GiB of host memory, this machine has 7.8 GiB; choose smaller sizes".
+void require_memory(const std::array<int64_t, 3>& shape, ElemType t, bool gpu, bool prune, uint64_t gpu_free,
+                    const std::string& what);
 
 }  // namespace spmma::bench

@@ -1,6 +1,9 @@
 // `spmma bench`: spmma's sparse matmul against dense baselines, shape by shape, type by type.
 #include <algorithm>
+#include <cstdint>
+#include <cstdio>
 #include <fstream>
+#include <span>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -8,7 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_cpu.hpp"
+#include "cli_util.hpp"
 #include "commands.hpp"
+#include "io/files.hpp"
 #include "spmma/error.hpp"
 #ifdef SPMMA_HAVE_CUDA
 #include "spmma/conform.hpp"
@@ -26,20 +31,45 @@ struct BenchRow {
   std::optional<double> cublas_tflops, cusparselt_tflops, cpu_dense_tflops;
 };
 
+// "MxNxK,MxNxK": each size a positive decimal integer and nothing else ("64x64x64q", "64x64",
+// "64x64x64x2", "0x8x8", "1e3x8x8", "" are refused, naming the item).
 std::vector<std::array<int64_t, 3>> parse_shapes(const std::string& s) {
   std::vector<std::array<int64_t, 3>> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
+  size_t start = 0;
+  while (true) {
+    const size_t comma = s.find(',', start);
+    const std::string item = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    std::vector<std::string_view> parts;
+    for (size_t at = 0;;) {
+      const size_t x = item.find_first_of("xX", at);
+      parts.push_back(std::string_view(item).substr(at, x == std::string::npos ? std::string::npos : x - at));
+      if (x == std::string::npos) break;
+      at = x + 1;
+    }
     std::array<int64_t, 3> v{};
-    char x1 = 0, x2 = 0;
-    std::stringstream is(item);
-    if (!(is >> v[0] >> x1 >> v[1] >> x2 >> v[2]) || (x1 != 'x' && x1 != 'X') || (x2 != 'x' && x2 != 'X') ||
-        v[0] <= 0 || v[1] <= 0 || v[2] <= 0)
-      fail(Status::invalid_argument, "--shapes: '" + item + "' is not MxNxK with positive sizes (e.g. 4096x16x4096)");
+    bool ok = parts.size() == 3;
+    for (size_t d = 0; d < 3 && ok; ++d) ok = parse_positive(parts[d], v[d]);
+    if (!ok)
+      fail(Status::invalid_argument, "--shapes: '" + item + "' is not MxNxK with positive decimal sizes (e.g. 4096x16x4096)");
     out.push_back(v);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
   }
   return out;
+}
+
+// A rate for the table: GFLOP/s on the CPU, TFLOP/s on the GPU, with enough digits that a small
+// number is not printed as 0.0.
+std::string rate(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, v >= 10 ? "%.1f" : v >= 1 ? "%.2f" : "%.3f", v);
+  return buf;
+}
+
+std::string ratio_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", v);
+  return buf;
 }
 
 nlohmann::json opt(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
@@ -68,16 +98,21 @@ void register_bench(CLI::App& app) {
                 "fp8: keep the sums in the tensor cores' fp8 accumulator (MatmulDesc::fast_accumulation) and give "
                 "cuBLAS CUBLASLT_MATMUL_DESC_FAST_ACCUM; faster, fewer bits");
   cmd->callback([o] {
+    if (o->reps < 1) fail(Status::invalid_argument, "bench: --reps " + std::to_string(o->reps) + " must be at least 1");
     std::vector<ElemType> types;
     {
       std::stringstream ss(o->types);
       std::string t;
       while (std::getline(ss, t, ',')) types.push_back(parse_elem_type_or_throw(t));
+      if (types.empty()) fail(Status::invalid_argument, "bench: --types names no type");
     }
+    // The output file is checked before hours of measuring, not after.
+    require_distinct({{"--cusparselt-json", o->cusparselt}}, {{"--json-out", o->json_out}});
     bool gpu = false;
-    std::string why = "built without CUDA";
+    // The true reason for the CPU path: --cpu, no usable GPU (and why), or a build without CUDA.
+    std::string why = o->cpu ? "--cpu" : "built without CUDA";
 #ifdef SPMMA_HAVE_CUDA
-    gpu = !o->cpu && conform::gpu_available(&why);
+    if (!o->cpu) gpu = conform::gpu_available(&why);
 #endif
     std::vector<std::array<int64_t, 3>> shapes;
     if (!o->shapes.empty()) {
@@ -89,6 +124,14 @@ void register_bench(CLI::App& app) {
     } else {
       shapes = {{512, 512, 512}, {1024, 1024, 1024}, {4096, 16, 4096}, {4096, 128, 4096}};
     }
+    // A shape that cannot fit is refused up front with the memory it needs (not std::bad_alloc
+    // half-way through).
+    uint64_t gpu_free = 0;
+#ifdef SPMMA_HAVE_CUDA
+    if (gpu) gpu_free = bench::gpu_free_memory();
+#endif
+    for (ElemType t : types)
+      for (const auto& sh : shapes) bench::require_memory(sh, t, gpu, false, gpu_free, "bench");
     bench::Options bo;
     bo.shapes = shapes;
     bo.types = types;
@@ -124,8 +167,8 @@ void register_bench(CLI::App& app) {
       if (j.is_discarded() || !j.is_array()) fail(Status::io_error, o->cusparselt + ": not a JSON array");
       for (auto& r : rows)
         for (const auto& c : j)
-          if (c.value("m", 0) == r.m && c.value("n", 0) == r.n && c.value("k", 0) == r.k && c.value("type", "") == r.type &&
-              c.contains("cusparselt_tflops") && c["cusparselt_tflops"].is_number())
+          if (c.is_object() && c.value("m", 0) == r.m && c.value("n", 0) == r.n && c.value("k", 0) == r.k &&
+              c.value("type", "") == r.type && c.contains("cusparselt_tflops") && c["cusparselt_tflops"].is_number())
             r.cusparselt_tflops = c["cusparselt_tflops"].get<double>();
     }
     nlohmann::json arr = nlohmann::json::array();
@@ -137,34 +180,63 @@ void register_bench(CLI::App& app) {
                      {"cpu_dense_tflops", opt(r.cpu_dense_tflops)},
                      {"kernel", r.kernel}, {"note", r.note},
                      {"fast_accum", o->fast_accum}});
-    if (!o->json_out.empty()) std::ofstream(o->json_out) << arr.dump(1) << "\n";
+    if (!o->json_out.empty()) {
+      const std::string text = arr.dump(1) + "\n";
+      io::write_file(o->json_out, std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
+    }
     if (o->json) {
       std::cout << arr.dump(1) << "\n";
-      return;
+    } else {
+      // TFLOP/s on the GPU; GFLOP/s on the CPU, whose rates would print as 0.0 TFLOP/s.
+      const double scale = gpu ? 1.0 : 1e3;
+      const char* unit = gpu ? "TFLOP/s" : "GFLOP/s";
+      std::cout << "spmma bench on " << device << " (" << unit << " dense-equivalent, 2·M·N·K / kernel time; dense: "
+                << (gpu ? "cuBLAS" : "cblas_sgemm f32") << ")\n";
+      std::cout << std::left << std::setw(22) << "shape MxNxK" << std::setw(6) << "type" << std::right << std::setw(10)
+                << "spmma" << std::setw(10) << "dense" << std::setw(12) << "cuSPARSELt" << std::setw(10) << "vs dense"
+                << std::setw(10) << "vs cSLt" << std::setw(12) << "call us" << std::setw(10) << "host us" << std::setw(10)
+                << "verified" << "\n";
+      for (const auto& r : rows) {
+        std::ostringstream shape;
+        shape << r.m << "x" << r.n << "x" << r.k;
+        const std::optional<double> dense = gpu ? r.cublas_tflops : r.cpu_dense_tflops;
+        auto col = [](const std::optional<double>& v, int w, bool ratio = false) {
+          std::ostringstream s;
+          if (v) s << (ratio ? ratio_text(*v) : rate(*v));
+          else s << "-";
+          std::cout << std::setw(w) << s.str();
+        };
+        std::cout << std::left << std::setw(22) << shape.str() << std::setw(6) << r.type << std::right;
+        const bool ran = r.spmma_ms > 0;  // a case that failed before timing shows "-", not 0
+        col(ran ? std::optional<double>(r.spmma_tflops * scale) : std::nullopt, 10);
+        col(dense ? std::optional<double>(*dense * scale) : std::nullopt, 10);
+        col(r.cusparselt_tflops ? std::optional<double>(*r.cusparselt_tflops * scale) : std::nullopt, 12);
+        col(ran && dense && *dense > 0 ? std::optional<double>(r.spmma_tflops / *dense) : std::nullopt, 10, true);
+        col(r.cusparselt_tflops ? std::optional<double>(r.spmma_tflops / *r.cusparselt_tflops) : std::nullopt, 10, true);
+        auto us = [&](double v) {
+          std::ostringstream t;
+          if (ran) t << std::fixed << std::setprecision(1) << v;
+          else t << "-";
+          return t.str();
+        };
+        std::cout << std::setw(12) << us(r.spmma_call_us) << std::setw(10) << us(r.spmma_host_us) << std::setw(10)
+                  << (r.verified ? "yes" : "NO");
+        if (!r.note.empty()) std::cout << "   " << r.note;
+        std::cout << "\n";
+      }
     }
-    std::cout << "spmma bench on " << device << " (TFLOP/s dense-equivalent, 2·M·N·K / kernel time)\n";
-    std::cout << std::left << std::setw(22) << "shape MxNxK" << std::setw(6) << "type" << std::right << std::setw(10) << "spmma"
-              << std::setw(10) << "cuBLAS" << std::setw(12) << "cuSPARSELt" << std::setw(10) << "vs dense" << std::setw(10)
-              << "vs cSLt" << std::setw(12) << "call us" << std::setw(10) << "host us" << std::setw(10) << "verified" << "\n";
-    for (const auto& r : rows) {
-      std::ostringstream shape;
-      shape << r.m << "x" << r.n << "x" << r.k;
-      std::cout << std::left << std::setw(22) << shape.str() << std::setw(6) << r.type << std::right << std::fixed
-                << std::setprecision(1) << std::setw(10) << r.spmma_tflops;
-      auto col = [](const std::optional<double>& v, int w) {
-        std::ostringstream s;
-        if (v) s << std::fixed << std::setprecision(1) << *v;
-        else s << "-";
-        std::cout << std::setw(w) << s.str();
-      };
-      col(r.cublas_tflops, 10);
-      col(r.cusparselt_tflops, 12);
-      col(r.cublas_tflops ? std::optional<double>(r.spmma_tflops / *r.cublas_tflops) : std::nullopt, 10);
-      col(r.cusparselt_tflops ? std::optional<double>(r.spmma_tflops / *r.cusparselt_tflops) : std::nullopt, 10);
-      std::cout << std::setw(12) << std::setprecision(1) << r.spmma_call_us << std::setw(10) << r.spmma_host_us
-                << std::setw(10) << (r.verified ? "yes" : "NO");
-      if (!r.note.empty()) std::cout << "   " << r.note;
-      std::cout << "\n";
+    // A row that was not verified is a failed bench: status 1, and the rows named.
+    std::string failed;
+    int n_failed = 0;
+    for (const auto& r : rows)
+      if (!r.verified) {
+        failed += (n_failed++ ? "; " : "") + std::to_string(r.m) + "x" + std::to_string(r.n) + "x" + std::to_string(r.k) +
+                  " " + r.type + (r.note.empty() ? "" : " (" + r.note + ")");
+      }
+    if (n_failed) {
+      std::cout.flush();
+      std::cerr << "spmma bench: " << n_failed << " of " << rows.size() << " rows not verified: " << failed << "\n";
+      throw CLI::RuntimeError(1);
     }
   });
 }

@@ -6,6 +6,7 @@
 // and type: bench::run_gpu (cuBLASLt dense, device events) or bench::run_cpu (OpenBLAS sgemm dense,
 // double-precision reference).
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -83,6 +84,13 @@ void register_demo(CLI::App& app) {
     } catch (const Error& e) {
       fail(e.code(), std::string("demo: --m/--n/--k/--type: ") + e.what());
     }
+    // Refused up front with the memory it would need, rather than std::bad_alloc (or the OOM
+    // killer) half-way through.
+    uint64_t gpu_free = 0;
+#ifdef SPMMA_HAVE_CUDA
+    if (gpu) gpu_free = bench::gpu_free_memory();
+#endif
+    bench::require_memory({desc.m, desc.n, desc.k}, t, gpu, true, gpu_free, "demo: --m/--n/--k");
 
     // 2 and 3. Prune + compress, plan, run, verify and time: bench's machinery for one case.
     bench::Options bo;

@@ -1,9 +1,11 @@
 // `spmma ptx`: PTX modules generated from the registry, for ptxas to assemble.
-#include <fstream>
+#include <cstdint>
 #include <iostream>
 #include <map>
+#include <span>
 
 #include "commands.hpp"
+#include "io/files.hpp"
 #include "spmma/error.hpp"
 #include "spmma/ptx.hpp"
 
@@ -32,13 +34,13 @@ void register_ptx(CLI::App& app) {
         isa_needed = std::max(isa_needed, v.ptx_isa);
       }
     if (vs.empty()) fail(Status::invalid_argument, "no registry variant has minimum target '" + o->target + "'");
+    if (!o->out.empty()) io::check_output_path(o->out);
     const std::string text = isa::ptx_module(vs, o->target, std::max(isa_needed, 78));
     if (o->out.empty()) {
       std::cout << text;
     } else {
-      std::ofstream f(o->out);
-      if (!f) fail(Status::io_error, o->out + ": cannot write");
-      f << text;
+      // Checked, and through a temporary: /dev/full or a full disk is an error, not a silent truncation.
+      io::write_file(o->out, std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
       std::cerr << o->out << ": " << vs.size() << " variants for " << o->target << "\n";
     }
   });

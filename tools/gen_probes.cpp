@@ -267,6 +267,11 @@ bool write_file(const std::string& path, const std::string& text) {
     return false;
   }
   f << text;
+  f.close();  // a full disk shows here, not as a truncated source file in the build
+  if (!f) {
+    std::cerr << "spmma_gen_probes: write failed: " << path << "\n";
+    return false;
+  }
   return true;
 }
 

@@ -2,13 +2,17 @@
 // itself through tools/commands.hpp.
 //
 // Exit codes:
-//   0  success
-//   1  a command's negative answer (e.g. `spmma check` found a violation), signalled by
-//      throwing CLI::RuntimeError(1) after printing the answer; or an unexpected exception
-//   2  an spmma::Error (bad file, bad type name, shape mismatch...): "spmma: error: <message>"
-//   CLI11's own codes for command-line parse errors (it prints the message and a hint).
+//   0  success (also --help and --version)
+//   1  a command's negative answer (e.g. `spmma check` found a violation, `spmma bench` a row
+//      that was not verified), signalled by throwing CLI::RuntimeError(1) after printing the
+//      answer; or an unexpected exception
+//   2  every error: an spmma::Error (bad file, bad type name, shape mismatch...), a command-line
+//      parse error (CLI11's own, e.g. a missing argument), running out of memory, a failed write
+//      to standard output. One line: "spmma: error: <message>".
+//   77 `spmma conform` without a GPU (CTest's "skipped")
 #include <exception>
 #include <iostream>
+#include <new>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -20,10 +24,47 @@
 #define SPMMA_VERSION "0.1.0"
 #endif
 
+namespace {
+
+// The documented one-line error: a message with line breaks (CLI11's, or text quoted from a
+// file) is folded onto one line.
+int error_line(const std::string& message, int code) {
+  std::cout.flush();
+  std::string one;
+  for (char c : message) {
+    if (c == '\n' || c == '\r') {
+      if (!one.empty() && one.back() != ' ') one += ' ';
+    } else {
+      one += c;
+    }
+  }
+  while (!one.empty() && one.back() == ' ') one.pop_back();
+  std::cerr << "spmma: error: " << one << "\n";
+  return code;
+}
+
+// "check: " in front of a parse error of the sub-command `check`, with where to get help. A
+// first argument that names no command gets CLI11's "A subcommand is required" otherwise.
+std::string parse_error_text(const CLI::App& app, const CLI::ParseError& e, int argc, char** argv) {
+  std::string where, help = "spmma --help";
+  for (const CLI::App* sub : app.get_subcommands()) {
+    where = sub->get_name() + ": ";
+    help = "spmma " + sub->get_name() + " --help";
+  }
+  if (where.empty() && argc > 1) {
+    std::string commands;
+    for (const CLI::App* sub : app.get_subcommands({})) commands += (commands.empty() ? "" : ", ") + sub->get_name();
+    return std::string("'") + argv[1] + "' is not a command (commands: " + commands + "; see " + help + ")";
+  }
+  return where + e.what() + " (see " + help + ")";
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{
       "spmma: a model of NVIDIA's sparse tensor-core MMA instructions (mma.sp, wgmma.sp).\n"
-      "Prune, check, compress and decompress structured-sparse matrices (.npy files),\n"
+      "Prune, check, compress and decompress structured-sparse matrices (.npy, .safetensors),\n"
       "list the instruction variants, emulate them exactly on the CPU, and run the demo.",
       "spmma"};
   app.set_version_flag("--version", std::string("spmma ") + SPMMA_VERSION);
@@ -40,16 +81,24 @@ int main(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  } catch (const spmma::Error& e) {
+  } catch (const CLI::Success& e) {
+    return app.exit(e);  // --help, --version: printed to standard output, status 0
+  } catch (const CLI::RuntimeError& e) {
     std::cout.flush();
-    std::cerr << "spmma: error: " << e.what() << "\n";
-    return 2;
+    return e.get_exit_code();  // a command's answer, already printed (check: 1, conform: 77)
+  } catch (const CLI::ParseError& e) {
+    return error_line(parse_error_text(app, e, argc, argv), 2);
+  } catch (const spmma::Error& e) {
+    return error_line(e.what(), 2);
+  } catch (const std::bad_alloc&) {
+    return error_line("out of memory: the request needs more memory than this machine can give; use smaller sizes", 2);
   } catch (const std::exception& e) {
     std::cout.flush();
     std::cerr << "spmma: unexpected error: " << e.what() << "\n";
     return 1;
   }
+  // Output to a full disk or a closed pipe must not end in status 0.
+  std::cout.flush();
+  if (!std::cout) return error_line("standard output: write failed", 2);
   return 0;
 }

@@ -7,16 +7,23 @@
 //   data:   product(shape) * itemsize bytes
 #include "spmma/npy.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <memory>
 #include <optional>
 #include <sstream>
 #include <utility>
 
+#include "io/files.hpp"
 #include "spmma/error.hpp"
 
 namespace spmma {
@@ -24,7 +31,7 @@ namespace {
 
 constexpr uint8_t kMagic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
 constexpr size_t kAlign = 64;
-constexpr const char* kSupported = "|b1 |i1 |u1 <i2 <u2 <i4 <u4 <i8 <u8 <f2 <f4 <f8";
+constexpr const char* kSupported = "|b1 |i1 |u1 <i2 <u2 <i4 <u4 <i8 <u8 <f2 <f4 <f8 |V1 <V2 <V4 <V8";
 
 [[noreturn]] void io_fail(std::string_view name, const std::string& what) {
   std::string msg;
@@ -71,7 +78,7 @@ std::string shape_str(const std::vector<int64_t>& shape) {
 // ------------------------------------------------------------------ dtypes
 
 struct DtypeInfo {
-  char kind;  // 'b' bool, 'i' signed, 'u' unsigned, 'f' float
+  char kind;  // 'b' bool, 'i' signed, 'u' unsigned, 'f' float, 'V' raw bytes (bit patterns)
   int size;   // bytes
 };
 
@@ -82,8 +89,8 @@ std::optional<DtypeInfo> dtype_info_of(std::string_view normalized) {
   return DtypeInfo{kind, size};
 }
 
-constexpr std::string_view kNormalized[] = {"|b1", "|i1", "|u1", "<i2", "<u2", "<i4",
-                                            "<u4", "<i8", "<u8", "<f2", "<f4", "<f8"};
+constexpr std::string_view kNormalized[] = {"|b1", "|i1", "|u1", "<i2", "<u2", "<i4", "<u4", "<i8",
+                                            "<u8", "<f2", "<f4", "<f8", "|V1", "<V2", "<V4", "<V8"};
 
 DtypeInfo info_or_throw(std::string_view dtype) {
   // Fast path for the normalized spellings (called per element), no allocation.
@@ -102,8 +109,10 @@ struct PyVal {
   std::string s;
   int64_t i = 0;
   bool b = false;
-  std::vector<PyVal> items;                           // tuple / list
-  std::vector<std::pair<std::string, PyVal>> fields;  // dict (string keys only)
+  // tuple / list: the elements; dict: the values, keys[k] naming items[k]. (Not a vector of
+  // std::pair<std::string, PyVal>: PyVal is incomplete here and libc++/clang reject that pair.)
+  std::vector<PyVal> items;
+  std::vector<std::string> keys;  // dict (string keys only)
 };
 
 class HeaderParser {
@@ -284,9 +293,10 @@ class HeaderParser {
       if (key.kind != PyVal::Kind::str) error("dict keys must be strings");
       expect(':');
       PyVal val = parse_value(depth + 1);
-      for (const auto& f : v.fields)
-        if (f.first == key.s) error("duplicate key '" + printable(key.s) + "'");
-      v.fields.emplace_back(std::move(key.s), std::move(val));
+      for (const auto& k : v.keys)
+        if (k == key.s) error("duplicate key '" + printable(key.s) + "'");
+      v.keys.push_back(std::move(key.s));
+      v.items.push_back(std::move(val));
       skip_ws();
       if (peek() == ',') {
         ++pos_;
@@ -299,8 +309,8 @@ class HeaderParser {
 };
 
 const PyVal* find_field(const PyVal& dict, std::string_view key) {
-  for (const auto& f : dict.fields)
-    if (f.first == key) return &f.second;
+  for (size_t k = 0; k < dict.keys.size(); ++k)
+    if (dict.keys[k] == key) return &dict.items[k];
   return nullptr;
 }
 
@@ -364,8 +374,9 @@ std::string npy_normalize_dtype(std::string_view descr, std::string_view where) 
     order = body[0];
     body.remove_prefix(1);
   }
-  static constexpr std::string_view kKnown[] = {"b1", "i1", "u1", "i2", "u2", "i4",
-                                                "u4", "i8", "u8", "f2", "f4", "f8"};
+  // V1..V8: raw bytes, what NumPy writes for ml_dtypes' bfloat16 ('<V2') and float8 ('|V1').
+  static constexpr std::string_view kKnown[] = {"b1", "i1", "u1", "i2", "u2", "i4", "u4", "i8",
+                                                "u8", "f2", "f4", "f8", "V1", "V2", "V4", "V8"};
   bool known = false;
   for (auto k : kKnown) known = known || body == k;
   if (!known)
@@ -383,14 +394,18 @@ bool npy_dtype_is_integer(std::string_view dtype) {
   return k == 'b' || k == 'i' || k == 'u';
 }
 bool npy_dtype_is_float(std::string_view dtype) { return info_or_throw(dtype).kind == 'f'; }
+bool npy_dtype_is_void(std::string_view dtype) { return info_or_throw(dtype).kind == 'V'; }
 
 NpyArray make_npy(std::string_view dtype, std::vector<int64_t> shape) {
   NpyArray a;
   a.dtype = npy_normalize_dtype(dtype);
   check_ndim(shape, {});
   const int64_t n = checked_count(shape, {});
+  size_t bytes = 0;
+  if (__builtin_mul_overflow(static_cast<size_t>(n), a.itemsize(), &bytes))
+    io_fail({}, "shape " + shape_str(shape) + " of " + a.dtype + " is too large");
   a.shape = std::move(shape);
-  a.data.assign(static_cast<size_t>(n) * a.itemsize(), 0);
+  a.data.assign(bytes, 0);
   return a;
 }
 
@@ -481,10 +496,12 @@ std::vector<uint8_t> serialize_npy(const NpyArray& a) {
   check_ndim(a.shape, {});
   const int64_t count = checked_count(a.shape, {});
   const size_t item = static_cast<size_t>(dtype_info_of(dtype)->size);
-  if (a.data.size() != static_cast<size_t>(count) * item)
+  size_t need = 0;
+  const bool too_large = __builtin_mul_overflow(static_cast<size_t>(count), item, &need);
+  if (too_large || a.data.size() != need)
     fail(Status::invalid_argument, "write_npy: shape " + shape_str(a.shape) + " of " + dtype + " needs " +
-                                       std::to_string(static_cast<size_t>(count) * item) + " bytes of data, the array holds " +
-                                       std::to_string(a.data.size()));
+                                       (too_large ? std::string("more than 2^64") : std::to_string(need)) +
+                                       " bytes of data, the array holds " + std::to_string(a.data.size()));
   std::string header = "{'descr': '" + dtype + "', 'fortran_order': False, 'shape': " + shape_str(a.shape) + ", }";
   // Version 1.0 when the padded header fits in 65535 bytes, else 2.0 (3.0 is only needed for
   // non-latin1 field names, which plain arrays do not have).
@@ -511,7 +528,58 @@ std::vector<uint8_t> serialize_npy(const NpyArray& a) {
   return out;
 }
 
-NpyArray read_npy(const std::string& path) {
+NpyArray read_npy(const std::string& path) { return parse_npy(io::read_file(path), path); }
+
+void write_npy(const std::string& path, const NpyArray& a) {
+  std::vector<uint8_t> bytes;
+  try {
+    bytes = serialize_npy(a);
+  } catch (const Error& e) {
+    io_fail(path, std::string("cannot write: ") + e.what());
+  }
+  io::write_file(path, bytes);
+}
+
+// ------------------------------------------------------------------ whole files (files.hpp)
+
+namespace io {
+namespace {
+
+std::string errno_text(int e) { return std::strerror(e); }
+
+// Writes all of `bytes` to fd; false (errno set) on a failed or short write.
+bool write_all(int fd, std::span<const uint8_t> bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    if (n == 0) {
+      errno = EIO;
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// Writes all of `bytes` to the open fd and closes it; io_error naming `shown` on any failure.
+void write_and_close(int fd, std::span<const uint8_t> bytes, const std::string& shown) {
+  if (!write_all(fd, bytes)) {
+    const int e = errno;
+    ::close(fd);
+    io_fail(shown, "write failed: " + errno_text(e));
+  }
+  if (::close(fd) != 0) io_fail(shown, "write failed: " + errno_text(errno));
+}
+
+std::atomic<unsigned> temp_counter{0};
+
+}  // namespace
+
+std::vector<uint8_t> read_file(const std::string& path) {
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
   if (!f) io_fail(path, std::string("cannot open for reading: ") + std::strerror(errno));
   std::vector<uint8_t> bytes;
@@ -522,23 +590,121 @@ NpyArray read_npy(const std::string& path) {
     if (n < sizeof buf) break;
   }
   if (std::ferror(f.get())) io_fail(path, std::string("read failed: ") + std::strerror(errno));
-  return parse_npy(bytes, path);
+  return bytes;
 }
 
-void write_npy(const std::string& path, const NpyArray& a) {
-  std::vector<uint8_t> bytes;
-  try {
-    bytes = serialize_npy(a);
-  } catch (const Error& e) {
-    io_fail(path, std::string("cannot write: ") + e.what());
-  }
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "wb"), &std::fclose);
-  if (!f) io_fail(path, std::string("cannot open for writing: ") + std::strerror(errno));
-  if (std::fwrite(bytes.data(), 1, bytes.size(), f.get()) != bytes.size())
-    io_fail(path, std::string("write failed: ") + std::strerror(errno));
-  std::FILE* raw = f.release();
-  if (std::fclose(raw) != 0) io_fail(path, std::string("write failed: ") + std::strerror(errno));
+void write_file(const std::string& path, std::span<const uint8_t> bytes) {
+  OutputFiles out;
+  out.add(path, std::vector<uint8_t>(bytes.begin(), bytes.end()));
+  out.commit();
 }
+
+OutputFiles::~OutputFiles() {
+  for (const Entry& e : entries_)
+    if (!e.temp.empty()) ::unlink(e.temp.c_str());  // a committed temporary is gone already
+}
+
+void OutputFiles::add(const std::string& path, std::vector<uint8_t> bytes) {
+  if (path.empty()) io_fail(path, "an output path is empty");
+  for (const Entry& e : entries_)
+    if (same_file(e.path, path)) io_fail(path, "is the same file as the output " + e.path);
+  entries_.push_back({path, path, {}, std::move(bytes)});
+}
+
+void OutputFiles::commit() {
+  namespace fs = std::filesystem;
+  // 1. Where each goes: a device or pipe in place, everything else through a temporary.
+  std::vector<bool> in_place(entries_.size(), false);
+  std::vector<bool> existed(entries_.size(), false);
+  std::vector<mode_t> modes(entries_.size(), 0);
+  for (size_t k = 0; k < entries_.size(); ++k) {
+    Entry& e = entries_[k];
+    check_output_path(e.path);
+    struct stat st{};
+    if (::stat(e.path.c_str(), &st) == 0) {
+      if (!S_ISREG(st.st_mode)) {
+        in_place[k] = true;
+        continue;
+      }
+      existed[k] = true;
+      modes[k] = st.st_mode & 07777;
+    }
+    std::error_code ec;
+    if (fs::is_symlink(fs::symlink_status(e.path, ec))) {
+      const fs::path t = fs::weakly_canonical(fs::absolute(e.path, ec), ec);
+      if (!ec) e.target = t.string();
+    }
+  }
+  // 2. The temporaries, beside their targets (so that rename stays on one file system).
+  for (size_t k = 0; k < entries_.size(); ++k) {
+    if (in_place[k]) continue;
+    Entry& e = entries_[k];
+    const fs::path target(e.target);
+    const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+    int fd = -1;
+    for (int attempt = 0; fd < 0; ++attempt) {
+      const std::string temp = (dir / ("." + target.filename().string() + ".spmma-tmp-" + std::to_string(::getpid()) +
+                                       "-" + std::to_string(temp_counter++)))
+                                   .string();
+      fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+      if (fd >= 0) {
+        e.temp = temp;  // from here on the destructor removes it unless it is renamed
+      } else if (errno != EEXIST || attempt >= 100) {
+        io_fail(e.path, "cannot open for writing: " + errno_text(errno));
+      }
+    }
+    if (existed[k] && ::fchmod(fd, modes[k]) != 0) {  // the replacement keeps the old file's permissions
+      const int err = errno;
+      ::close(fd);
+      io_fail(e.path, "cannot set permissions: " + errno_text(err));
+    }
+    write_and_close(fd, e.bytes, e.path);
+  }
+  // 3. Devices and pipes, in place.
+  for (size_t k = 0; k < entries_.size(); ++k) {
+    if (!in_place[k]) continue;
+    const int fd = ::open(entries_[k].path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+    if (fd < 0) io_fail(entries_[k].path, "cannot open for writing: " + errno_text(errno));
+    write_and_close(fd, entries_[k].bytes, entries_[k].path);
+  }
+  // 4. The renames.
+  for (size_t k = 0; k < entries_.size(); ++k) {
+    Entry& e = entries_[k];
+    if (in_place[k]) continue;
+    if (::rename(e.temp.c_str(), e.target.c_str()) != 0) io_fail(e.path, "cannot replace the file: " + errno_text(errno));
+    e.temp.clear();
+  }
+}
+
+void check_output_path(const std::string& path) {
+  namespace fs = std::filesystem;
+  if (path.empty()) io_fail(path, "an output path is empty");
+  std::error_code ec;
+  const fs::path p(path);
+  if (fs::is_directory(p, ec)) io_fail(path, "cannot write: it is a directory");
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  const fs::file_status st = fs::status(dir, ec);
+  if (!fs::exists(st)) io_fail(path, "cannot write: the directory " + dir.string() + " does not exist");
+  if (!fs::is_directory(st)) io_fail(path, "cannot write: " + dir.string() + " is not a directory");
+}
+
+bool same_file(const std::string& a, const std::string& b) {
+  namespace fs = std::filesystem;
+  std::error_code ea, eb;
+  if (fs::exists(a, ea) && fs::exists(b, eb)) {
+    std::error_code ec;
+    const bool eq = fs::equivalent(a, b, ec);
+    if (!ec) return eq;
+  }
+  std::error_code ec;
+  fs::path ca = fs::weakly_canonical(fs::absolute(a, ec), ec);
+  if (ec) ca = fs::absolute(a, ec).lexically_normal();
+  fs::path cb = fs::weakly_canonical(fs::absolute(b, ec), ec);
+  if (ec) cb = fs::absolute(b, ec).lexically_normal();
+  return ca == cb;
+}
+
+}  // namespace io
 
 // ------------------------------------------------------------------ element access
 
@@ -549,6 +715,9 @@ uint64_t npy_raw(const NpyArray& a, int64_t i) {
 
 double npy_value(const NpyArray& a, int64_t i) {
   const DtypeInfo d = info_or_throw(a.dtype);
+  if (d.kind == 'V')
+    fail(Status::invalid_argument, "dtype '" + a.dtype + "' holds raw bit patterns, not numbers (" + elem_where(a, i) +
+                                       "); read it with npy_raw or npy_bits_to_matrix");
   const uint64_t raw = npy_raw(a, i);
   switch (d.kind) {
     case 'b': return raw != 0 ? 1.0 : 0.0;
@@ -584,6 +753,9 @@ void npy_set_value(NpyArray& a, int64_t i, double v) {
     fail(Status::invalid_value, "value " + fmt_value(v) + " cannot be stored exactly in dtype '" + a.dtype + "' (" +
                                     elem_where(a, i) + ")");
   };
+  if (d.kind == 'V')
+    fail(Status::invalid_argument, "dtype '" + a.dtype + "' holds raw bit patterns, not numbers (" + elem_where(a, i) +
+                                       "); store them with npy_set_raw");
   uint64_t raw = 0;
   switch (d.kind) {
     case 'b':
@@ -660,9 +832,9 @@ Matrix npy_to_matrix(const NpyArray& a, ElemType t, std::string_view name) {
 }
 
 Matrix npy_bits_to_matrix(const NpyArray& a, ElemType t, std::string_view name) {
-  if (!npy_dtype_is_integer(a.dtype) || a.dtype == "|b1")
+  if (!(npy_dtype_is_integer(a.dtype) || npy_dtype_is_void(a.dtype)) || a.dtype == "|b1")
     fail(Status::io_error, prefix(name) + "bit patterns of " + std::string(type_name(t)) +
-                               " need an unsigned integer array (" + std::string(npy_bits_dtype(t)) + "), got dtype '" +
+                               " need an integer or raw-bytes array (" + std::string(npy_bits_dtype(t)) + "), got dtype '" +
                                a.dtype + "'");
   const int bits = type_info(t).bits;
   const uint64_t mask = bits >= 64 ? ~uint64_t{0} : ((uint64_t{1} << bits) - 1);

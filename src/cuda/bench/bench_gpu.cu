@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -174,6 +175,15 @@ std::string gpu_name() {
   return std::string(prop.name) + " (sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + ")";
 }
 
+uint64_t gpu_free_memory() {
+  size_t free = 0, total = 0;
+  if (cudaMemGetInfo(&free, &total) != cudaSuccess) {
+    (void)cudaGetLastError();  // not sticky: clear it
+    return 0;
+  }
+  return free;
+}
+
 std::vector<Row> run_gpu(const Options& o) {
   std::vector<Row> rows;
   Handle h(Device::gpu);
@@ -290,8 +300,13 @@ std::vector<Row> run_gpu(const Options& o) {
             // Fast fp8 accumulation (both sides keep fp8-width sums): checked to 25%, which still
             // catches a wrong element (a misread metadata nibble or tile gives errors of order 1).
             const bool fast8 = o.fast_accum && (t == ElemType::e4m3 || t == ElemType::e5m2);
-            r.verified = finite && worst <= (fast8 ? 0.25 : error_bound(cd));
+            const double bound = fast8 ? 0.25 : error_bound(cd);
+            r.verified = finite && worst <= bound;
             if (fast8) r.note = "fast fp8 accumulation: checked to 25%";
+            if (!r.verified)
+              r.note = (r.note.empty() ? "" : r.note + "; ") +
+                       (finite ? "worst element error " + std::to_string(worst) + " above the bound " + std::to_string(bound)
+                               : std::string("D holds a non-finite value"));
           } else {
             r.note = g.why;
           }
@@ -300,6 +315,8 @@ std::vector<Row> run_gpu(const Options& o) {
         }
       } catch (const Error& e) {
         r.note = e.what();
+      } catch (const std::bad_alloc&) {
+        r.note = "out of host memory";
       }
       rows.push_back(r);
     }

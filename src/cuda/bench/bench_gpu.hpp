@@ -3,6 +3,7 @@
 // `spmma bench` and `spmma demo`, fills the same Row.
 #pragma once
 #include <array>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -58,7 +59,11 @@ inline ElemType output_type(ElemType t) {
 // The largest Row::max_error that counts as verified for a D of type d.
 inline double error_bound(ElemType d) { return d == ElemType::s32 ? 0.0 : d == ElemType::f32 ? 1e-3 : 2e-2; }
 
+// A case that cannot run, or whose D is off by more than its bound, comes back with
+// verified = false and Row::note saying why (`spmma bench` then exits 1 naming the rows).
 std::vector<Row> run_gpu(const Options& o);
 std::string gpu_name();
+// Free memory on the current GPU (cudaMemGetInfo), 0 when it cannot be asked.
+uint64_t gpu_free_memory();
 
 }  // namespace spmma::bench

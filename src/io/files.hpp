@@ -1,0 +1,56 @@
+// spmma — whole-file reading and writing that never reports a failed write as success.
+//
+// Writing: the bytes go to a temporary file beside the target (".<name>.spmma-tmp-<pid>-<n>"),
+// which is closed (every error checked) and then renamed over the target, so that a failure
+// leaves the old file (or no file) and never a partial one. A target that exists and is not a
+// regular file (/dev/stdout, /dev/full, a pipe) is written in place, every write checked. A
+// symbolic link is followed (its target is replaced, not the link). OutputFiles does the same
+// for several files that belong together (compress's values and metadata): all temporaries are
+// written first, then the in-place targets, then all renames; a failure before the renames
+// leaves none of the files behind.
+//
+// Defined in src/io/npy.cpp, so that the .npy reader (write_npy) compiles and links alone.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace spmma::io {
+
+// The whole file; io_error "<path>: cannot open for reading: <reason>" and the like.
+std::vector<uint8_t> read_file(const std::string& path);
+
+// io_error naming the path when a write, flush or close fails (ENOSPC, EIO, a missing
+// directory); the target is then unchanged.
+void write_file(const std::string& path, std::span<const uint8_t> bytes);
+
+class OutputFiles {
+ public:
+  OutputFiles() = default;
+  OutputFiles(const OutputFiles&) = delete;
+  OutputFiles& operator=(const OutputFiles&) = delete;
+  ~OutputFiles();  // removes the temporaries of a commit that failed
+
+  void add(const std::string& path, std::vector<uint8_t> bytes);
+  void commit();  // io_error naming the file at fault
+
+ private:
+  struct Entry {
+    std::string path;    // as the user gave it (named in messages)
+    std::string target;  // path with a final symbolic link resolved
+    std::string temp;    // empty: written in place
+    std::vector<uint8_t> bytes;
+  };
+  std::vector<Entry> entries_;
+};
+
+// Fails early, before any work, with io_error naming the path when it cannot be an output: its
+// directory does not exist (or is not a directory), or the path names a directory.
+void check_output_path(const std::string& path);
+
+// Whether two paths name the same file: std::filesystem::equivalent when both exist (hard and
+// symbolic links included), else their weakly_canonical absolute forms compared.
+bool same_file(const std::string& a, const std::string& b);
+
+}  // namespace spmma::io

@@ -1,0 +1,213 @@
+// The spmma CLI's error contract outside the format commands (issue 8, items 15 and 17): parse
+// errors, bench's shapes, rows and rates, and writes that fail. Each command runs as a user
+// would run it: the binary at SPMMA_CLI_PATH, small CPU cases only.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef SPMMA_CLI_PATH
+#error "SPMMA_CLI_PATH must name the spmma binary"
+#endif
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct CliResult {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::ostringstream os;
+  os << f.rdbuf();
+  return os.str();
+}
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+class CliErrors : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    static std::atomic<int> counter{0};
+    dir_ = fs::temp_directory_path() / ("spmma_clierr_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  // `redirect` replaces the capture of standard output (e.g. ">/dev/full").
+  CliResult run(const std::string& args, const std::string& redirect = "") {
+    const fs::path out = dir_ / "stdout.txt", err = dir_ / "stderr.txt";
+    const std::string cmd = "timeout -k 5 120 " + quote(SPMMA_CLI_PATH) + " " + args + " " +
+                            (redirect.empty() ? ">" + quote(out.string()) : redirect) + " 2>" + quote(err.string());
+    const int st = std::system(cmd.c_str());
+    CliResult r;
+    r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    r.out = redirect.empty() ? slurp(out) : "";
+    r.err = slurp(err);
+    return r;
+  }
+
+  static void expect_error(const CliResult& r, const std::vector<std::string>& parts) {
+    EXPECT_EQ(r.code, 2) << r.out << r.err;
+    EXPECT_EQ(r.err.rfind("spmma: error: ", 0), 0u) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    for (const auto& p : parts) EXPECT_NE(r.err.find(p), std::string::npos) << "lacks '" << p << "': " << r.err;
+  }
+
+  fs::path dir_;
+};
+
+// Every command-line parse error (CLI11 used to exit 104-114 and print two lines): status 2 and
+// the documented single line, naming the sub-command.
+TEST_F(CliErrors, ParseErrorsAreOneLineWithStatus2) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"", {"subcommand is required"}},
+      {"bogus", {"'bogus' is not a command", "prune"}},
+      {"--bogus", {"--bogus"}},
+      {"check", {"check: ", "IN.npy is required", "spmma check --help"}},
+      {"check x.npy --type bf16 --foo", {"check: ", "--foo"}},
+      {"check x.npy", {"check: ", "--type"}},
+      {"prune x.npy", {"prune: ", "OUT.npy"}},
+      {"decompress", {"decompress: "}},
+      {"decompress a b c", {"decompress: "}},
+      {"demo --m abc", {"demo: ", "abc"}},
+      {"demo --m", {"demo: ", "--m"}},
+      {"bench --reps x", {"bench: ", "x"}},
+      {"emulate", {"emulate: "}},
+      {"variants --nope", {"variants: ", "--nope"}},
+      {"ptx", {"ptx: ", "--target"}},
+      {"decompress --cols -3 o.npy", {"decompress: ", "-3"}},
+  };
+  for (const auto& [args, parts] : cases) {
+    SCOPED_TRACE(args);
+    expect_error(run(args), parts);
+  }
+  // --help and --version are not errors.
+  EXPECT_EQ(run("--help").code, 0);
+  EXPECT_EQ(run("bench --help").code, 0);
+  EXPECT_EQ(run("--version").code, 0);
+}
+
+// --shapes: each size a positive decimal integer, three of them, nothing else.
+TEST_F(CliErrors, BenchShapesAreParsedStrictly) {
+  for (const std::string bad : {"64x64x64q", "64x64", "64x64x64x2", "64x64x", "x64x64", "64xx64x64", "0x8x32", "-1x8x32",
+                                "+64x64x64", "1e3x8x32", "0x40x8x32", "64 x64x64", "64x64x64,", ",64x64x64", "64x64x64,,64x64x64",
+                                "99999999999999999999x1x32", "64x64x64.0"}) {
+    SCOPED_TRACE(bad);
+    const CliResult r = run("bench --cpu --reps 1 --types bf16 --shapes " + quote(bad));
+    expect_error(r, {"--shapes"});
+    EXPECT_TRUE(r.out.empty()) << "ran the bench: " << r.out;
+  }
+  // Upper case X and several shapes are fine.
+  const CliResult r = run("bench --cpu --reps 1 --types bf16 --shapes 32X16x64,16x16X32 --json");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out).size(), 2u) << r.out;
+}
+
+// A row that is not verified makes bench fail (status 1) and name the row; the table, the JSON
+// and --json-out still come out.
+TEST_F(CliErrors, BenchExitsOneNamingTheRowsNotVerified) {
+  // K = 100 is not a whole number of sparse MMA steps: that case cannot be run, hence not verified.
+  const std::string shapes = " --cpu --reps 1 --types bf16,e4m3 --shapes 32x16x64,32x16x100";
+  CliResult r = run("bench" + shapes);
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("2 of 4 rows not verified"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("32x16x100 bf16"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("32x16x100 e4m3"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("32x16x64 "), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("NO"), std::string::npos) << r.out;
+  const std::string j = path("b.json");
+  r = run("bench" + shapes + " --json --json-out " + quote(j));
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  const auto arr = nlohmann::json::parse(r.out);
+  ASSERT_EQ(arr.size(), 4u);
+  EXPECT_EQ(nlohmann::json::parse(slurp(j)), arr);
+  for (const auto& row : arr) EXPECT_EQ(row["verified"], row["k"] == 64) << row;
+  // All verified: status 0.
+  EXPECT_EQ(run("bench --cpu --reps 1 --types bf16 --shapes 32x16x64").code, 0);
+}
+
+// On the CPU path bench says the true reason (here --cpu, which a CUDA build used to report as
+// "built without CUDA") and prints rates with digits (0.0 TFLOP/s for every CPU row before).
+TEST_F(CliErrors, BenchCpuSaysWhyAndPrintsReadableRates) {
+  const CliResult r = run("bench --cpu --reps 1 --types bf16 --shapes 64x32x64");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("no GPU (--cpu)"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("built without CUDA"), std::string::npos) << r.err;
+  std::istringstream lines(r.out);
+  std::string line;
+  bool found = false;
+  while (std::getline(lines, line)) {
+    if (line.rfind("64x32x64", 0) != 0) continue;
+    found = true;
+    std::istringstream cols(line);
+    std::string shape, type, spmma, dense;
+    cols >> shape >> type >> spmma >> dense;
+    EXPECT_GT(std::stod(spmma), 0.0) << line;
+    EXPECT_GT(std::stod(dense), 0.0) << line;
+    EXPECT_NE(spmma, "0.0") << line;
+  }
+  EXPECT_TRUE(found) << r.out;
+}
+
+// A case too large for this machine is refused before anything is allocated, with the memory it
+// needs (std::bad_alloc, or the OOM killer, used to end it).
+TEST_F(CliErrors, BenchRefusesShapesThatCannotFit) {
+  for (const std::string shape : {"2147483647x512x512", "512x2147483647x512", "2147483647x2147483647x2147483616"}) {
+    SCOPED_TRACE(shape);
+    expect_error(run("bench --cpu --reps 1 --types bf16 --shapes " + shape), {"bench: M x N x K", "host memory"});
+  }
+  expect_error(run("bench --cpu --reps 0 --types bf16 --shapes 32x16x64"), {"--reps 0"});
+}
+
+// Writes are checked: a full device, a missing directory, a directory, a full standard output.
+TEST_F(CliErrors, FailedWritesAreErrors) {
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+  expect_error(run("ptx --target sm_80 --out /dev/full"), {"/dev/full", "write failed"});
+  const std::string missing = path("no_such_dir/x.ptx");
+  expect_error(run("ptx --target sm_80 --out " + quote(missing)), {missing, "does not exist"});
+  expect_error(run("ptx --target sm_80 --out " + quote(dir_.string())), {dir_.string(), "directory"});
+  // bench checks --json-out before it measures anything.
+  const std::string json_missing = path("no_such_dir/b.json");
+  CliResult r = run("bench --cpu --reps 1 --types bf16 --shapes 32x16x64 --json-out " + quote(json_missing));
+  expect_error(r, {json_missing});
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  // (bench's own status line "no GPU (--cpu): ..." comes first on standard error.)
+  r = run("bench --cpu --reps 1 --types bf16 --shapes 32x16x64 --json-out /dev/full");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("spmma: error: /dev/full: write failed"), std::string::npos) << r.err;
+  // Standard output on a full device.
+  expect_error(run("ptx --target sm_80", ">/dev/full"), {"standard output"});
+  expect_error(run("variants", ">/dev/full"), {"standard output"});
+  // A good write replaces the file whole and leaves no temporary.
+  const std::string ptx = path("m.ptx");
+  { std::ofstream(ptx) << "old contents that are longer than nothing"; }
+  ASSERT_EQ(run("ptx --target sm_80 --out " + quote(ptx)).code, 0);
+  EXPECT_EQ(slurp(ptx).rfind(".version", 0), 0u) << slurp(ptx).substr(0, 80);
+  for (const auto& e : fs::directory_iterator(dir_))
+    EXPECT_EQ(e.path().filename().string().find(".spmma-tmp"), std::string::npos) << e.path();
+}
+
+}  // namespace
