@@ -1,7 +1,19 @@
 #!/usr/bin/env bash
 # Installs what spmma needs to build and test, from Debian's packages. Safe to run again.
+#   scripts/install-deps.sh          the build and the tests (scripts/build.sh, scripts/test.sh)
+#   scripts/install-deps.sh fuzz     also clang and its libFuzzer / sanitizer runtime (scripts/fuzz.sh)
+# The ASan + UBSan build (scripts/sanitize.sh) needs nothing more: g++'s libasan / libubsan come
+# with it (libgcc-12-dev depends on libasan8 and libubsan1).
 set -euo pipefail
 pkgs=(cmake g++ make libgtest-dev libcli11-dev nlohmann-json3-dev libopenblas-dev)
+for extra in "$@"; do
+  case "$extra" in
+    # clang 14 on Debian 12; libFuzzer and clang's ASan/UBSan runtimes (libclang_rt.fuzzer,
+    # libclang_rt.asan, ...) are in libclang-rt-14-dev, which clang-14 does not pull in.
+    fuzz) pkgs+=(clang libclang-rt-14-dev) ;;
+    *) echo "install-deps.sh: unknown extra '$extra' (known: fuzz)" >&2; exit 2 ;;
+  esac
+done
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then
