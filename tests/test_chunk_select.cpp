@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "cuda/format/compress_gpu.cuh"
+#include "test_util.hpp"
 #include "spmma/detail/chunk_select.hpp"
 #include "spmma/error.hpp"
 #include "spmma/fragment_layout.hpp"
@@ -99,63 +100,11 @@ std::string hex(uint64_t v) {
 
 // ------------------------------------------------------------------ element pools
 
-bool is_tf32(ElemType t) { return t == ElemType::tf32; }
-
-// The interesting bit patterns of a type, by class. For tf32 every class also has members with
-// the ignored low 13 bits set.
-struct Pools {
-  std::vector<uint64_t> zeros, nans, infs, ties, any;
-};
-
-Pools pools_of(ElemType t) {
-  Pools p;
-  const TypeInfo& ti = type_info(t);
-  const int mem = memory_bits(t);
-  if (mem <= 16) {
-    // Every pattern of the type's width, classified by the host's own functions.
-    for (uint64_t b = 0; b < (uint64_t{1} << ti.bits); ++b) {
-      if (is_nan(t, b)) p.nans.push_back(b);
-      else if (is_zero(t, b)) p.zeros.push_back(b);
-      else if (std::isinf(decode(t, b))) p.infs.push_back(b);
-      p.any.push_back(b);
-    }
-  } else {
-    const bool tf = is_tf32(t);
-    p.zeros = {0x00000000, 0x80000000};
-    p.nans = {0x7F800000 | (tf ? 0x2000u : 1u), 0x7FC00000, 0x7FFFE000, 0xFF802000, 0xFFC00000, 0x7FA5A000, 0xFFFFE000};
-    p.infs = {0x7F800000, 0xFF800000};
-    if (tf) {
-      // Zero by value (the low 13 bits are ignored), NaN with low bits, and an f32 NaN whose
-      // mantissa lies only in the low bits: Inf as tf32.
-      for (uint64_t z : {0x1ull, 0x1FFFull, 0x80000001ull, 0x80001234ull, 0x00000ABCull}) p.zeros.push_back(z);
-      for (uint64_t n : {0x7FC01234ull, 0xFF803FFFull}) p.nans.push_back(n);
-      for (uint64_t i : {0x7F800001ull, 0xFF801FFFull}) p.infs.push_back(i);
-    }
-  }
-  // Ties: ±1, ±2, ±max in several encodings (tf32: the same value with other low bits).
-  for (double v : {1.0, -1.0, 2.0, -2.0, 3.0, -3.0}) {
-    if (!ti.is_signed && v < 0) continue;
-    const uint64_t b = encode(t, v);
-    p.ties.push_back(b);
-    if (is_tf32(t)) p.ties.push_back(b | 0x0F0Fu), p.ties.push_back(b | 0x1FFFu);
-  }
-  p.ties.push_back(encode(t, ti.max_finite));
-  if (ti.is_signed) p.ties.push_back(encode(t, -ti.max_finite));
-  return p;
-}
-
-uint64_t pick(std::mt19937_64& rng, const std::vector<uint64_t>& v) { return v[rng() % v.size()]; }
-
-// A random element: zeros (-0.0, tf32 low bits), NaNs, ±Inf and ties often, anything else too.
-uint64_t random_elem(std::mt19937_64& rng, ElemType t, const Pools& p) {
-  const unsigned c = rng() % 100;
-  if (c < 30) return pick(rng, p.zeros);
-  if (c < 42 && !p.nans.empty()) return pick(rng, p.nans);
-  if (c < 48 && !p.infs.empty()) return pick(rng, p.infs);
-  if (c < 75) return pick(rng, p.ties);
-  if (memory_bits(t) <= 16) return pick(rng, p.any);
-  return rng() & 0xFFFFFFFFu;  // tf32: the low bits random too
-}
+using test::is_tf32;
+using test::pick;
+using test::Pools;
+using test::pools_of;
+using test::random_elem;
 
 Matrix random_dense(std::mt19937_64& rng, TypePattern k, int64_t rows, int64_t cols, const Pools& pools) {
   Matrix m(k.t, rows, cols);

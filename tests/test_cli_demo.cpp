@@ -11,35 +11,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#ifndef SPMMA_CLI_PATH
-#error "SPMMA_CLI_PATH must name the spmma binary"
-#endif
-
-namespace fs = std::filesystem;
+#include "cli_run.hpp"
 
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p);
-  std::ostringstream os;
-  os << f.rdbuf();
-  return os.str();
-}
+using Result = spmma::test::CliResult;
 
 Result demo(const std::string& args) {
-  const fs::path dir = fs::temp_directory_path() / ("spmma_demo_" + std::to_string(getpid()));
-  fs::create_directories(dir);
-  const fs::path out = dir / "out.txt", err = dir / "err.txt";
-  const std::string cmd = std::string("'") + SPMMA_CLI_PATH + "' demo " + args + " >'" + out.string() + "' 2>'" + err.string() + "'";
-  const int st = std::system(cmd.c_str());
-  Result r{WIFEXITED(st) ? WEXITSTATUS(st) : -1, slurp(out), slurp(err)};
-  fs::remove_all(dir);
-  return r;
+  const spmma::test::TempDir dir("demo");
+  return spmma::test::run_cli(dir, "demo " + args);
 }
 
 TEST(CliDemo, EveryTypeVerifiesAndIsTimedAgainstDense) {

@@ -17,56 +17,22 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#ifndef SPMMA_CLI_PATH
-#error "SPMMA_CLI_PATH must name the spmma binary"
-#endif
+#include "cli_run.hpp"
 
 namespace fs = std::filesystem;
+using spmma::test::CliResult;
+using spmma::test::quote;
+using spmma::test::slurp;
 
 namespace {
 
-struct CliResult {
-  int code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::ostringstream os;
-  os << f.rdbuf();
-  return os.str();
-}
-
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
 class CliErrors : public ::testing::Test {
  protected:
-  void SetUp() override {
-    static std::atomic<int> counter{0};
-    dir_ = fs::temp_directory_path() / ("spmma_clierr_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  std::string path(const std::string& name) const { return tmp_.path(name); }
 
   // `redirect` replaces the capture of standard output (e.g. ">/dev/full").
   CliResult run(const std::string& args, const std::string& redirect = "") {
-    const fs::path out = dir_ / "stdout.txt", err = dir_ / "stderr.txt";
-    const std::string cmd = "timeout -k 5 120 " + quote(SPMMA_CLI_PATH) + " " + args + " " +
-                            (redirect.empty() ? ">" + quote(out.string()) : redirect) + " 2>" + quote(err.string());
-    const int st = std::system(cmd.c_str());
-    CliResult r;
-    r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    r.out = redirect.empty() ? slurp(out) : "";
-    r.err = slurp(err);
-    return r;
+    return spmma::test::run_cli(tmp_, args, 120, redirect);
   }
 
   static void expect_error(const CliResult& r, const std::vector<std::string>& parts) {
@@ -76,7 +42,8 @@ class CliErrors : public ::testing::Test {
     for (const auto& p : parts) EXPECT_NE(r.err.find(p), std::string::npos) << "lacks '" << p << "': " << r.err;
   }
 
-  fs::path dir_;
+  spmma::test::TempDir tmp_{"clierr"};
+  const fs::path& dir_ = tmp_.dir();
 };
 
 // Every command-line parse error (CLI11 used to exit 104-114 and print two lines): status 2 and

@@ -17,38 +17,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli_run.hpp"
 #include "spmma/npy.hpp"
 #include "spmma/safetensors.hpp"
 #include "spmma/sparse.hpp"
 #include "spmma/types.hpp"
 
-#ifndef SPMMA_CLI_PATH
-#error "SPMMA_CLI_PATH must name the spmma binary"
-#endif
-
 namespace fs = std::filesystem;
 using namespace spmma;
+using spmma::test::CliResult;
+using spmma::test::quote;
+using spmma::test::slurp;
 using nlohmann::json;
 
 namespace {
-
-struct CliResult {
-  int code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::ostringstream os;
-  os << f.rdbuf();
-  return os.str();
-}
-
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
 
 struct TypeCase {
   const char* name;
@@ -68,32 +50,17 @@ const TypeCase kTypes[] = {
 class CliFormats : public ::testing::Test {
  protected:
   void SetUp() override {
-    static std::atomic<int> counter{0};
     const unsigned seed = std::random_device{}();
     rng_.seed(seed);
     ::testing::Test::RecordProperty("seed", std::to_string(seed));
-    dir_ = fs::temp_directory_path() /
-           ("spmma_cli_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + "_" + std::to_string(seed));
-    fs::create_directories(dir_);
+    tmp_ = std::make_unique<spmma::test::TempDir>("cli_" + std::to_string(seed));
+    dir_ = tmp_->dir();
   }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  void TearDown() override { tmp_.reset(); }
+  std::string path(const std::string& name) const { return tmp_->path(name); }
 
   // Each run is limited (`timeout`: status 124), so that a command that hangs fails its test.
-  CliResult run(const std::string& args, int limit_s = 120) {
-    const fs::path out = dir_ / "stdout.txt", err = dir_ / "stderr.txt";
-    const std::string cmd = "timeout -k 5 " + std::to_string(limit_s) + " " + quote(SPMMA_CLI_PATH) + " " + args + " >" +
-                            quote(out.string()) + " 2>" + quote(err.string());
-    const int st = std::system(cmd.c_str());
-    CliResult r;
-    r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    r.out = slurp(out);
-    r.err = slurp(err);
-    return r;
-  }
+  CliResult run(const std::string& args, int limit_s = 120) { return spmma::test::run_cli(*tmp_, args, limit_s); }
 
   // A dense rows x cols float32 matrix of random non-zero values that `type` holds non-zero.
   NpyArray random_dense(const std::string& type, int64_t rows, int64_t cols) {
@@ -121,6 +88,7 @@ class CliFormats : public ::testing::Test {
   }
 
   std::mt19937 rng_;
+  std::unique_ptr<spmma::test::TempDir> tmp_;
   fs::path dir_;
 };
 

@@ -19,32 +19,16 @@
 #include "spmma/matmul.hpp"
 #include "spmma/sparse.hpp"
 #include "spmma/types.hpp"
+#include "test_util.hpp"
 
 namespace spmma {
 namespace {
 
 using T = ElemType;
 
-uint32_t seed() {
-  static const uint32_t s = [] {
-    const char* e = std::getenv("SPMMA_SEED");
-    const uint32_t v = e ? static_cast<uint32_t>(std::strtoul(e, nullptr, 0)) : std::random_device{}();
-    std::cout << "[   seed   ] " << v << " (replay with SPMMA_SEED=" << v << ")\n";
-    return v;
-  }();
-  return s;
-}
+using test::expect_error;
 
-template <class F>
-void expect_error(F&& f, Status code, std::initializer_list<const char*> parts) {
-  try {
-    f();
-    ADD_FAILURE() << "no error thrown";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    for (const char* p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << "missing '" << p << "' in: " << e.what();
-  }
-}
+uint32_t seed() { return static_cast<uint32_t>(test::seed()); }
 
 // Positions (columns) of row r that the metadata names: the tensor cores read B there only.
 // Written from docs/layouts.md, independently of the library: 2:4 and 4:8 pair-wise name the

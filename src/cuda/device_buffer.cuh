@@ -64,6 +64,19 @@ class DeviceGuard {
   bool restore_ = false;
 };
 
+// A driver entry point through the runtime (spmma links the static runtime, not libcuda); null
+// when the driver lacks it. Callers keep the answer (a static).
+template <class Fn>
+Fn driver_fn(const char* name, int version) {
+  void* f = nullptr;
+  cudaDriverEntryPointQueryResult q{};
+  if (cudaGetDriverEntryPointByVersion(name, &f, version, cudaEnableDefault, &q) != cudaSuccess ||
+      q != cudaDriverEntryPointSuccess)
+    f = nullptr;
+  (void)cudaGetLastError();  // not sticky: a missing entry point is answered by null
+  return reinterpret_cast<Fn>(f);
+}
+
 // cudaFuncSetAttribute(MaxDynamicSharedMemorySize) once per kernel and device (the attribute
 // belongs to the kernel as loaded on one device). Defined in device_check.cu.
 void set_smem_limit(const void* kernel, int bytes, const char* what);

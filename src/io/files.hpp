@@ -14,9 +14,31 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace spmma::io {
+
+// Untrusted text (a header, a key, a dtype) rendered for an error message: printable ASCII as
+// is, a newline as \n, other bytes as \xNN, at most `max` characters then "...".
+inline std::string printable(std::string_view s, size_t max = 120) {
+  std::string out;
+  for (size_t i = 0; i < s.size() && i < max; ++i) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c >= 0x20 && c < 0x7F) {
+      out += static_cast<char>(c);
+    } else {
+      const char* hex = "0123456789abcdef";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  if (s.size() > max) out += "...";
+  return out;
+}
 
 // The whole file; io_error "<path>: cannot open for reading: <reason>" and the like.
 std::vector<uint8_t> read_file(const std::string& path);

@@ -29,6 +29,8 @@
 namespace spmma {
 namespace {
 
+using io::printable;
+
 constexpr uint8_t kMagic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
 constexpr size_t kAlign = 64;
 constexpr const char* kSupported = "|b1 |i1 |u1 <i2 <u2 <i4 <u4 <i8 <u8 <f2 <f4 <f8 |V1 <V2 <V4 <V8";
@@ -44,25 +46,6 @@ constexpr const char* kSupported = "|b1 |i1 |u1 <i2 <u2 <i4 <u4 <i8 <u8 <f2 <f4 
 }
 
 std::string prefix(std::string_view name) { return name.empty() ? std::string() : std::string(name) + ": "; }
-
-// Printable rendering of untrusted text for messages (at most `max` characters).
-std::string printable(std::string_view s, size_t max = 120) {
-  std::string out;
-  for (size_t i = 0; i < s.size() && i < max; ++i) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c == '\n') {
-      out += "\\n";
-    } else if (c >= 0x20 && c < 0x7F) {
-      out += static_cast<char>(c);
-    } else {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    }
-  }
-  if (s.size() > max) out += "...";
-  return out;
-}
 
 std::string shape_str(const std::vector<int64_t>& shape) {
   std::string s = "(";

@@ -17,6 +17,8 @@
 namespace spmma {
 namespace {
 
+using io::printable;
+
 using json = nlohmann::json;
 
 // The safetensors library's own limit on the header (safetensors/src/tensor.rs, MAX_HEADER_SIZE).
@@ -35,23 +37,6 @@ constexpr const char* kDtypeList = "BOOL U8 I8 F8_E5M2 F8_E4M3 F8_E8M0 U16 I16 F
 std::string prefix(std::string_view name) { return name.empty() ? std::string() : std::string(name) + ": "; }
 
 [[noreturn]] void io_fail(std::string_view name, const std::string& what) { fail(Status::io_error, prefix(name) + what); }
-
-// Untrusted text for a one-line message: control and non-ASCII bytes escaped, at most `max` kept.
-std::string printable(std::string_view s, size_t max = 80) {
-  std::string out;
-  for (size_t i = 0; i < s.size() && i < max; ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c < 0x7F) {
-      out += static_cast<char>(c);
-    } else {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    }
-  }
-  if (s.size() > max) out += "...";
-  return out;
-}
 
 std::string shape_str(const std::vector<int64_t>& shape) {
   std::string s = "[";
@@ -99,7 +84,7 @@ json parse_header(std::string_view text, std::string_view name) {
       case json::parse_event_t::key: {
         const std::string k = parsed.get<std::string>();
         if (!keys.empty() && !keys.back().insert(k).second)
-          io_fail(name, "malformed safetensors header: the key \"" + printable(k) + "\" appears twice in one object");
+          io_fail(name, "malformed safetensors header: the key \"" + printable(k, 80) + "\" appears twice in one object");
         break;
       }
       default:
@@ -139,7 +124,7 @@ size_t safetensors_dtype_size(std::string_view dtype, std::string_view where) {
     if (d.name == dtype) return d.size;
   if (dtype == "F4" || dtype == "F6_E2M3" || dtype == "F6_E3M2")
     io_fail(where, "dtype \"" + std::string(dtype) + "\" packs elements below a byte; spmma reads " + kDtypeList);
-  io_fail(where, "unknown dtype \"" + printable(dtype) + "\" (spmma reads " + kDtypeList + ")");
+  io_fail(where, "unknown dtype \"" + printable(dtype, 80) + "\" (spmma reads " + kDtypeList + ")");
 }
 
 SafeTensors parse_safetensors(std::span<const uint8_t> bytes, std::string_view name) {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "spmma/error.hpp"
+#include "test_util.hpp"
 #include "spmma/matmul.hpp"
 #include "spmma/sparse.hpp"
 #include "spmma/types.hpp"
@@ -26,15 +27,7 @@ using namespace spmma;
 
 namespace {
 
-uint64_t seed() {
-  static const uint64_t s = [] {
-    const char* e = std::getenv("SPMMA_SEED");
-    const uint64_t v = e ? std::strtoull(e, nullptr, 10) : std::random_device{}();
-    std::cerr << "[   seed   ] " << v << " (replay with SPMMA_SEED=" << v << ")\n";
-    return v;
-  }();
-  return s;
-}
+using test::seed;
 
 std::string hex(uint64_t v) {
   std::ostringstream s;
@@ -46,44 +39,10 @@ constexpr ElemType kGpuTypes[] = {ElemType::bf16, ElemType::f16, ElemType::tf32,
                                   ElemType::s8,   ElemType::u8,  ElemType::s4,   ElemType::u4};
 
 // Zero patterns (+0, -0.0; tf32: zeros with low bits), NaNs (payloads, signs), Infs, ties.
-struct Pools {
-  std::vector<uint64_t> zeros, nans, infs, ties;
-};
-
-Pools pools_of(ElemType t) {
-  Pools p;
-  const TypeInfo& ti = type_info(t);
-  if (t == ElemType::tf32) {
-    p.zeros = {0x0, 0x80000000, 0x1, 0x1FFF, 0x80000ABC};
-    p.nans = {0x7F802000, 0x7FC00000, 0x7FFFE000, 0xFFC00000, 0x7FC01234, 0xFF803FFF};
-    p.infs = {0x7F800000, 0xFF800000, 0x7F800001 /* NaN as f32, Inf as tf32 */};
-  } else {
-    for (uint64_t b = 0; b < (uint64_t{1} << ti.bits); ++b) {
-      if (is_nan(t, b)) p.nans.push_back(b);
-      else if (is_zero(t, b)) p.zeros.push_back(b);
-      else if (std::isinf(decode(t, b))) p.infs.push_back(b);
-    }
-  }
-  for (double v : {1.0, -1.0, 2.0, -2.0, ti.max_finite, -ti.max_finite}) {
-    if (!ti.is_signed && v < 0) continue;
-    const uint64_t b = encode(t, v);
-    p.ties.push_back(b);
-    if (t == ElemType::tf32) p.ties.push_back(b | 0x1234);
-  }
-  return p;
-}
-
-uint64_t pick(std::mt19937_64& rng, const std::vector<uint64_t>& v) { return v[rng() % v.size()]; }
-
-uint64_t random_elem(std::mt19937_64& rng, ElemType t, const Pools& p) {
-  const unsigned c = rng() % 100;
-  if (c < 30) return pick(rng, p.zeros);
-  if (c < 42 && !p.nans.empty()) return pick(rng, p.nans);
-  if (c < 48 && !p.infs.empty()) return pick(rng, p.infs);
-  if (c < 75) return pick(rng, p.ties);
-  const uint64_t any = rng();
-  return t == ElemType::tf32 ? any & 0xFFFFFFFFu : any & ((uint64_t{1} << type_info(t).bits) - 1);
-}
+using test::pick;
+using test::Pools;
+using test::pools_of;
+using test::random_elem;
 
 Matrix random_dense(std::mt19937_64& rng, ElemType t, int64_t rows, int64_t cols) {
   const Pools p = pools_of(t);

@@ -12,20 +12,13 @@
 #include "spmma/error.hpp"
 #include "spmma/matmul.hpp"
 #include "spmma/sparse.hpp"
+#include "test_util.hpp"
 
 using namespace spmma;
 
 namespace {
 
-uint64_t seed() {
-  static const uint64_t s = [] {
-    const char* e = std::getenv("SPMMA_SEED");
-    const uint64_t v = e ? std::strtoull(e, nullptr, 10) : std::random_device{}();
-    std::cerr << "[   seed   ] " << v << " (replay with SPMMA_SEED=" << v << ")\n";
-    return v;
-  }();
-  return s;
-}
+using spmma::test::seed;
 
 void ck(cudaError_t e) { ASSERT_EQ(e, cudaSuccess) << cudaGetErrorString(e); }
 

@@ -23,21 +23,15 @@
 #include "spmma/matmul.hpp"
 #include "spmma/sparse.hpp"
 #include "spmma/types.hpp"
+#include "test_util.hpp"
 
 using namespace spmma;
 using T = ElemType;
 
 namespace {
 
-uint64_t seed() {
-  static const uint64_t s = [] {
-    const char* e = std::getenv("SPMMA_SEED");
-    const uint64_t v = e ? std::strtoull(e, nullptr, 10) : std::random_device{}();
-    std::cerr << "[   seed   ] " << v << " (replay with SPMMA_SEED=" << v << ")\n";
-    return v;
-  }();
-  return s;
-}
+using spmma::test::expect_error;
+using spmma::test::seed;
 
 #define CK(x)                                                                  \
   do {                                                                         \
@@ -306,17 +300,6 @@ void expect_context_alive() {
   void* p = nullptr;
   EXPECT_EQ(cudaMalloc(&p, 16), cudaSuccess);
   cudaFree(p);
-}
-
-template <class F>
-void expect_error(F&& f, Status code, std::initializer_list<const char*> parts) {
-  try {
-    f();
-    ADD_FAILURE() << "no error thrown";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    for (const char* p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << "missing '" << p << "' in: " << e.what();
-  }
 }
 
 }  // namespace

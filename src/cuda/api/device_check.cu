@@ -73,14 +73,7 @@ KernelImage probe(int ordinal) {
 }
 
 PFN_cuMemGetAddressRange_v3020 address_range_fn() {
-  static const PFN_cuMemGetAddressRange_v3020 fn = [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &f, 3020, cudaEnableDefault, &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess)
-      f = nullptr;
-    return reinterpret_cast<PFN_cuMemGetAddressRange_v3020>(f);
-  }();
+  static const auto fn = driver_fn<PFN_cuMemGetAddressRange_v3020>("cuMemGetAddressRange", 3020);
   return fn;
 }
 
@@ -177,15 +170,7 @@ namespace spmma::detail {
 // take GPU memory from a process that only computes on the CPU): without one, no device pointer
 // can exist and the driver answers with an error.
 bool is_device_pointer(const void* p) {
-  static const PFN_cuPointerGetAttributes_v7000 get = [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    if (cudaGetDriverEntryPointByVersion("cuPointerGetAttributes", &f, 7000, cudaEnableDefault, &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess)
-      f = nullptr;
-    (void)cudaGetLastError();
-    return reinterpret_cast<PFN_cuPointerGetAttributes_v7000>(f);
-  }();
+  static const auto get = cuda::driver_fn<PFN_cuPointerGetAttributes_v7000>("cuPointerGetAttributes", 7000);
   if (!get) return false;
   // cuPointerGetAttributes answers "not CUDA's" with zeros and success for a host pointer, where
   // the singular call returns an error (which compute-sanitizer reports as an API error).

@@ -50,15 +50,8 @@ const Kernel kKernels[] = {
 };
 
 PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
-  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    cuda::check(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q),
-                "cudaGetDriverEntryPointByVersion(cuTensorMapEncodeTiled)");
-    if (q != cudaDriverEntryPointSuccess || !f)
-      fail(Status::cuda_error, "the CUDA driver has no cuTensorMapEncodeTiled (needed by the sm90 kernel)");
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
-  }();
+  static const auto fn = cuda::driver_fn<PFN_cuTensorMapEncodeTiled_v12000>("cuTensorMapEncodeTiled", 12000);
+  if (!fn) fail(Status::cuda_error, "the CUDA driver has no cuTensorMapEncodeTiled (needed by the sm90 kernel)");
   return fn;
 }
 
