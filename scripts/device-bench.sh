@@ -24,6 +24,6 @@ echo "== fp8 fast accumulation"
 .devbin/spmma bench --types e4m3 --shapes 8192x8192x8192,4096x4096x4096,14336x2048x4096,4096x8192x14336,16384x16384x16384 \
   --reps 20 --fp8-fast-accum --json-out "$out/bench_fp8_fast.json" | grep -v "^spmma bench on\|^shape"
 echo "== sm80 kernel on the H100, for comparison"
-SPMMA_KERNEL=sm80 .devbin/spmma bench --types bf16 --shapes 8192x8192x8192 --reps 10 --json-out /tmp/dev/b3.json | grep -v "^spmma bench on\|^shape"
+.devbin/spmma bench --kernel sm80 --types bf16 --shapes 8192x8192x8192 --reps 10 --json-out /tmp/dev/b3.json | grep -v "^spmma bench on\|^shape"
 python3 -c "import json; json.dump(json.load(open('/tmp/dev/b1.json'))+json.load(open('/tmp/dev/b2.json')), open('$out/bench.json','w'), indent=1)"
 cp /tmp/dev/b3.json "$out/bench_sm80.json"

@@ -52,6 +52,46 @@ for key, v in rows.items():
 PY
   fi
   step bench_s4 60 .devbin/spmma bench --types s4 --shapes 8192x8192x8192,4096x16x4096 --reps 10 --json-out "$out/bench.json"
+elif [ "${PART}" = small ]; then
+  # The small-N shapes, where Plan::run's host time shows in the bench's per-call timing:
+  # before / after alternating, twice.
+  shapes=4096x16x4096,4096x128x4096,4096x16x14336,14336x16x4096,28672x16x8192
+  for i in 1 2; do
+    for bin in spmma_old spmma; do
+      timeout 100 .devbin/$bin bench --types bf16,e4m3 --shapes $shapes --reps 30 --json-out /tmp/s_${bin}_$i.json > /dev/null 2>&1
+    done
+  done
+  python3 - <<'PY' | tee "$out/small.txt"
+import json, statistics as st
+rows = {}
+for bin in ("spmma_old", "spmma"):
+    for i in (1, 2):
+        for r in json.load(open(f"/tmp/s_{bin}_{i}.json")):
+            rows.setdefault((r["m"], r["n"], r["k"], r["type"]), {}).setdefault(bin, []).append((r["spmma_tflops"], r["spmma_host_us"]))
+for (m, n, k, t), v in rows.items():
+    o, nw = [x for x, _ in v["spmma_old"]], [x for x, _ in v["spmma"]]
+    ho, hn = [h for _, h in v["spmma_old"]], [h for _, h in v["spmma"]]
+    print(f"{m}x{n}x{k} {t}: {o[0]:.1f} {o[1]:.1f} | {nw[0]:.1f} {nw[1]:.1f} | {st.mean(nw)/st.mean(o):.3f} | host us {st.mean(ho):.1f} -> {st.mean(hn):.1f}")
+PY
+elif [ "${PART}" = ab ]; then
+  # Every default shape of bf16 and e4m3, the earlier binary then the current one (same call).
+  for bin in spmma_old spmma; do
+    timeout 280 .devbin/$bin bench --reps 10 --json-out /tmp/ab_$bin.json > "$out/bench_$bin.txt" 2>&1
+    echo "$bin: exit $?" | tee -a "$out/summary.txt"
+  done
+  python3 - <<'PY' | tee "$out/ab.txt"
+import json
+rows = {}
+for bin in ("spmma_old", "spmma"):
+    for r in json.load(open(f"/tmp/ab_{bin}.json")):
+        rows.setdefault((r["m"], r["n"], r["k"], r["type"]), {})[bin] = r["spmma_tflops"]
+ratios = []
+for (m, n, k, t), v in rows.items():
+    if "spmma_old" in v and "spmma" in v and v["spmma_old"]:
+        ratios.append(v["spmma"] / v["spmma_old"])
+        print(f"{m}x{n}x{k} {t}: {v['spmma_old']:.1f} -> {v['spmma']:.1f}  ({ratios[-1]:.3f})")
+print(f"{len(ratios)} rows, now/before: min {min(ratios):.3f}, max {max(ratios):.3f}")
+PY
 elif [ "${PART}" = perf ]; then
   # Kernel durations of the earlier and the current binary under Nsight Compute (serialised,
   # caches flushed: the kernel alone, without the host's share of a bench call), and the

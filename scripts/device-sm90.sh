@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Quick loop for the sm90 kernel on a lent H100 (binaries packed in .devpack/, see
 # scripts/device-unpack.sh): GPU tests, then `spmma bench` of a few shapes under each
-# configuration in CONFIGS ("label:VAR=value,VAR=value label2:..."; "default:" for none).
+# configuration in CONFIGS ("label:--option=value,--option=value label2:..." with spmma bench's
+# plan options --kernel, --tile-n, --splits, --group-m; "default:" for none).
 set -uo pipefail
 out=${OUT:-sm90-out}
 mkdir -p "$out"
@@ -14,7 +15,7 @@ shapes=${SHAPES:-8192x8192x8192,4096x16x4096,4096x128x4096,14336x2048x4096}
 for cfg in ${CONFIGS:-default:}; do
   label=${cfg%%:*}; vars=${cfg#*:}
   echo "== bench $label ($vars) types ${TYPES:-bf16,e4m3}"
-  env ${vars//,/ } timeout 200 .devbin/spmma bench --types ${TYPES:-bf16,e4m3} --shapes $shapes --reps ${REPS:-20} ${BENCH_ARGS:-} \
+  timeout 200 .devbin/spmma bench ${vars//,/ } --types ${TYPES:-bf16,e4m3} --shapes $shapes --reps ${REPS:-20} ${BENCH_ARGS:-} \
     --json-out "$out/bench_$label.json" 2>&1 | grep -v "^spmma bench on\|^shape" | tee "$out/bench_$label.txt"
 done
 if [ -n "${NCU:-}" ]; then

@@ -290,5 +290,25 @@ TEST(MatmulRules, LoggingCallback) {
   expect_error([] { set_log_file("/nonexistent-dir/x.log"); }, Status::io_error, {"/nonexistent-dir/x.log"});
 }
 
+// PlanOptions pin GPU kernels' choices: the CPU refuses any pin, every backend refuses values
+// that are not options at all; Plan::info says what runs.
+TEST(MatmulRules, PlanOptionsOnTheCpu) {
+  Handle h(Device::cpu);
+  const MatmulDesc d = small_desc();
+  EXPECT_EQ(Plan(h, d).info().device, Device::cpu);
+  PlanOptions p;
+  p.tile_n = 128;
+  expect_error([&] { Plan(h, d, p); }, Status::not_supported, {"PlanOptions", "CPU backend has none"});
+  p = {};
+  p.kernel = KernelFamily::sm80;
+  expect_error([&] { Plan(h, d, p); }, Status::not_supported, {"CPU backend has none"});
+  p = {};
+  p.splits = -1;
+  expect_error([&] { Plan(h, d, p); }, Status::invalid_argument, {"splits = -1", "must not be negative"});
+  p = {};
+  p.kernel = static_cast<KernelFamily>(7);
+  expect_error([&] { Plan(h, d, p); }, Status::invalid_argument, {"PlanOptions.kernel = 7"});
+}
+
 }  // namespace
 }  // namespace spmma

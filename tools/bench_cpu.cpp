@@ -83,7 +83,7 @@ Row run_case(const Options& o, ElemType t, const std::array<int64_t, 3>& shape, 
     d.a_type = d.b_type = t;
     d.c_type = d.d_type = cd;
     d.b_order = Order::col_major;  // B as N x K, K contiguous (x @ W.T), as on the GPU
-    Plan plan(h, d);
+    Plan plan(h, d, o.plan);  // the CPU backend refuses pins, naming them
     r.kernel = plan.describe();
 
     // A and B: normal values for float types, any bit pattern for integers (as on the GPU).

@@ -82,6 +82,8 @@ void register_bench(CLI::App& app) {
     std::string shapes, types = "bf16,e4m3", cusparselt, json_out;
     bool json = false, cpu = false, fast_accum = false;
     int reps = 30;
+    std::string kernel = "auto";
+    int tile_n = 0, splits = 0, group_m = 0;
   };
   auto o = std::make_shared<Opts>();
   cmd->add_option("--shapes", o->shapes,
@@ -97,6 +99,13 @@ void register_bench(CLI::App& app) {
   cmd->add_flag("--fp8-fast-accum", o->fast_accum,
                 "fp8: keep the sums in the tensor cores' fp8 accumulator (MatmulDesc::fast_accumulation) and give "
                 "cuBLAS CUBLASLT_MATMUL_DESC_FAST_ACCUM; faster, fewer bits");
+  // Plan options (PlanOptions): pin the kernel's choices, for experiments; refused with the reason
+  // where a plan cannot take them.
+  cmd->add_option("--kernel", o->kernel, "GPU kernel family: auto (default), sm90 or sm80 (PlanOptions.kernel)")
+      ->check(CLI::IsMember({"auto", "sm90", "sm80"}));
+  cmd->add_option("--tile-n", o->tile_n, "sm90 CTA tile N: 64, 128, 192 (promoted fp8) or 256 (PlanOptions.tile_n)");
+  cmd->add_option("--splits", o->splits, "sm90 split K: 1 (none) to 16 (PlanOptions.splits)");
+  cmd->add_option("--group-m", o->group_m, "sm90 rasterization: M tiles per group (PlanOptions.group_m)");
   cmd->callback([o] {
     if (o->reps < 1) fail(Status::invalid_argument, "bench: --reps " + std::to_string(o->reps) + " must be at least 1");
     std::vector<ElemType> types;
@@ -137,6 +146,8 @@ void register_bench(CLI::App& app) {
     bo.types = types;
     bo.reps = o->reps;
     bo.fast_accum = o->fast_accum;
+    bo.plan.kernel = o->kernel == "sm90" ? KernelFamily::sm90 : o->kernel == "sm80" ? KernelFamily::sm80 : KernelFamily::automatic;
+    bo.plan.tile_n = o->tile_n, bo.plan.splits = o->splits, bo.plan.group_m = o->group_m;
     std::vector<bench::Row> measured;
     std::string device;
     if (gpu) {

@@ -152,16 +152,46 @@ SparseMatrix compress(Handle& h, const MatmulDesc& desc, const void* a, int64_t 
 // The host's Compressed form, uploaded (GPU handle) or adopted (CPU handle).
 SparseMatrix upload(Handle& h, const MatmulDesc& desc, const std::vector<Compressed>& per_batch);
 
+// The GPU kernel families: sm90 = the wgmma.mma_async.sp kernel (Hopper, sm_90a machine code),
+// sm80 = the mma.sp::ordered_metadata kernel (every GPU from sm_80).
+enum class KernelFamily : uint8_t { automatic, sm90, sm80 };
+
+// Tuning a plan: pin what the heuristics would otherwise choose (src/cuda/sm90/heuristics.cpp),
+// for experiments, autotuning and tests. 0 / automatic leaves a choice to the heuristics. A pin
+// the device or the description cannot take is refused by Plan with not_supported (or
+// invalid_argument for a value no kernel has), naming the reason; a plan never silently
+// ignores a pin. The CPU backend has no kernel choices: it refuses any pin.
+struct PlanOptions {
+  KernelFamily kernel = KernelFamily::automatic;
+  int tile_n = 0;   // sm90: the CTA tile's N (64, 128, 256; fp8 with promotion 192 in place of 256)
+  int splits = 0;   // sm90: split K into this many parts (1 = none, up to 16; each at least 2 stages)
+  int group_m = 0;  // sm90: rasterization, M tiles walked before the next N tiles (1 .. 1024)
+};
+
+// What a plan runs, field by field (describe() says the same in words).
+struct PlanInfo {
+  Device device = Device::cpu;
+  KernelFamily kernel = KernelFamily::automatic;  // automatic on the CPU
+  std::string instruction;                        // the registry id of the MMA instruction (GPU)
+  int tile_m = 0, tile_n = 0, stages = 0;         // CTA tile and pipeline depth (GPU)
+  int splits = 1;                                 // split K (sm90)
+  int group_m = 0;                                // rasterization group (sm90)
+  bool b_repacked = false;                        // B copied or transposed into the workspace each run
+  std::string b_repack_why;                       // why, when it is
+  std::string not_sm90_why;                       // why an sm_90 GPU's plan is on the sm80 kernel
+};
+
 class Plan {
  public:
   // Validates the description and picks the kernel and tiles once; throws not_supported with
-  // the reason (type combination, target) when nothing can run it.
-  Plan(Handle& h, const MatmulDesc& desc);
+  // the reason (type combination, target, a pinned option) when nothing can run it.
+  Plan(Handle& h, const MatmulDesc& desc, const PlanOptions& options = {});
   ~Plan();
   Plan(Plan&&) noexcept;
 
   size_t workspace_bytes() const;
   std::string describe() const;  // kernel, tile shape, stages, and any repacking of B (with why)
+  PlanInfo info() const;
   const MatmulDesc& desc() const;
 
   // D = activation(alpha·A·B + beta·C + bias). c may be null when beta == 0 (C is then not

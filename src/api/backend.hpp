@@ -37,6 +37,7 @@ struct Kernel {
   virtual ~Kernel() = default;
   virtual size_t workspace_bytes() const = 0;
   virtual std::string describe() const = 0;
+  virtual PlanInfo info() const = 0;
   // Arguments were checked by Plan::run (matmul.cpp) for what does not depend on the place.
   virtual void run(const SparseMatrix& a, const void* b, const void* c, void* d, float alpha, float beta,
                    const float* bias, void* workspace, void* stream) const = 0;
@@ -51,7 +52,7 @@ struct Backend {
   // Whether this backend runs a type combination (a row of api_type_combos()); when not, `why`.
   virtual bool runs(const TypeCombo& t, std::string* why) const = 0;
   // Throws not_supported naming the reason when this backend cannot run the description.
-  virtual std::unique_ptr<Kernel> plan(const MatmulDesc& desc) = 0;
+  virtual std::unique_ptr<Kernel> plan(const MatmulDesc& desc, const PlanOptions& options) = 0;
   virtual std::unique_ptr<SparseStorage> compress(const MatmulDesc& desc, const void* a, int64_t lda,
                                                   int64_t stride_a, PruneMode mode, void* stream) = 0;
   virtual std::unique_ptr<SparseStorage> upload(const MatmulDesc& desc, const std::vector<Compressed>& per_batch) = 0;

@@ -181,6 +181,12 @@ class CpuKernel final : public Kernel {
     return s;
   }
 
+  PlanInfo info() const override {
+    PlanInfo i;
+    i.device = Device::cpu;
+    return i;
+  }
+
   void run(const SparseMatrix& a, const void* b, const void* c, void* d, float alpha, float beta, const float* bias,
            void* /*workspace*/, void* /*stream*/) const override {
     const auto* st = dynamic_cast<const CpuStorage*>(a.impl().storage.get());
@@ -359,7 +365,10 @@ class CpuBackend final : public Backend {
 #endif
   }
 
-  std::unique_ptr<Kernel> plan(const MatmulDesc& desc) override {
+  std::unique_ptr<Kernel> plan(const MatmulDesc& desc, const PlanOptions& o) override {
+    if (o.kernel != KernelFamily::automatic || o.tile_n || o.splits || o.group_m)
+      fail(Status::not_supported, "PlanOptions pin a GPU kernel's choices; the CPU backend has none (leave them 0 / "
+                                  "automatic for a CPU handle)");
     // matmul.cpp validated the description against api_type_combos(): the CPU runs all of it.
     return std::make_unique<CpuKernel>(desc);
   }

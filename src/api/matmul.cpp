@@ -206,10 +206,13 @@ std::string hex_address(const void* p) {
   return buf;
 }
 
-void check_aligned(const char* who, const char* what, const void* p, int64_t align, const std::string& rule) {
+// The rule's text is made only for the message (Plan::run checks every call: no string work
+// on the way of a valid one).
+template <class Rule>
+void check_aligned(const char* who, const char* what, const void* p, int64_t align, Rule&& rule) {
   if (reinterpret_cast<uintptr_t>(p) % static_cast<uintptr_t>(align) != 0)
     fail(Status::invalid_argument, std::string(who) + ": " + what + " = " + hex_address(p) + " is not " +
-                                       str(align) + "-byte aligned (" + rule + ")");
+                                       str(align) + "-byte aligned (" + std::string(rule()) + ")");
 }
 
 // Bytes from a matrix's first element to the end of its last, over a batch of them.
@@ -220,7 +223,8 @@ size_t extent_bytes(int64_t rows, int64_t cols, int64_t ld, bool row_major, int6
 }
 
 struct Range {
-  const char* name;
+  const char* name;   // "b"
+  const char* label;  // "Plan::run: b", for check_memory's messages
   const void* p;
   size_t bytes;
 };
@@ -388,8 +392,9 @@ SparseMatrix compress(Handle& h, const MatmulDesc& desc, const void* a, int64_t 
                                          str(desc.a_type) + ": each batch entry starts on a byte");
     checked_mul(estride, count * 4, "the batch of A");
   }
-  check_aligned("compress", "a", a, elem_bytes(desc.a_type),
-                "A's elements are " + str(desc.a_type) + ", " + str(int64_t{elem_bytes(desc.a_type)}) + " byte(s) each");
+  check_aligned("compress", "a", a, elem_bytes(desc.a_type), [&] {
+    return "A's elements are " + str(desc.a_type) + ", " + str(int64_t{elem_bytes(desc.a_type)}) + " byte(s) each";
+  });
   detail::Backend& be = backend_of(h);
   be.check_memory(a, extent_bytes(desc.m, desc.k, elda, true, count, estride, desc.a_type), "compress: a");
   auto storage = be.compress(desc, a, elda, estride, mode, stream);
@@ -432,8 +437,16 @@ SparseMatrix upload(Handle& h, const MatmulDesc& desc, const std::vector<Compres
 
 // ------------------------------------------------------------------ Plan
 
-Plan::Plan(Handle& h, const MatmulDesc& desc) : impl_(std::make_unique<Impl>()) {
+Plan::Plan(Handle& h, const MatmulDesc& desc, const PlanOptions& options) : impl_(std::make_unique<Impl>()) {
   desc.validate();
+  if (options.kernel != KernelFamily::automatic && options.kernel != KernelFamily::sm90 &&
+      options.kernel != KernelFamily::sm80)
+    fail(Status::invalid_argument,
+         "PlanOptions.kernel = " + str(static_cast<int64_t>(options.kernel)) + " is not a KernelFamily");
+  if (options.tile_n < 0 || options.splits < 0 || options.group_m < 0)
+    fail(Status::invalid_argument, "PlanOptions: tile_n = " + str(int64_t{options.tile_n}) + ", splits = " +
+                                       str(int64_t{options.splits}) + ", group_m = " + str(int64_t{options.group_m}) +
+                                       " must not be negative (0 leaves the choice to the heuristics)");
   detail::Backend& be = backend_of(h);
   // The combination must be a row the backend runs: the same predicate supported_types uses.
   for (auto [field, t] : {std::pair{"c_type", desc.c_type}, std::pair{"d_type", desc.d_type}}) {
@@ -447,7 +460,7 @@ Plan::Plan(Handle& h, const MatmulDesc& desc) : impl_(std::make_unique<Impl>()) 
   impl_->device = be.device();
   impl_->gpu_ordinal = be.gpu_ordinal();
   impl_->backend = h.impl().backend;
-  impl_->kernel = be.plan(desc);
+  impl_->kernel = be.plan(desc, options);
   if (!impl_->kernel) fail(Status::internal, "backend returned no kernel for a valid description");
 }
 Plan::~Plan() = default;
@@ -466,24 +479,24 @@ void check_operands(const Plan::Impl& p, const void* b, const void* c, void* d, 
   const detail::OperandLayout& l = p.layout;
   const char* who = "Plan::run";
   const auto elem_rule = [](ElemType t) {
-    return "elements of " + str(t) + " are " + str(int64_t{elem_bytes(t)}) + " byte(s)";
+    return [t] { return "elements of " + str(t) + " are " + str(int64_t{elem_bytes(t)}) + " byte(s)"; };
   };
-  check_aligned(who, "b", b, m.b_alignment,
-                m.b_alignment == elem_bytes(m.b_type)
-                    ? elem_rule(m.b_type)
-                    : "MatmulDesc.b_alignment = " + str(int64_t{m.b_alignment}) +
-                          " promises it; plan with a smaller b_alignment for a less aligned B");
+  check_aligned(who, "b", b, m.b_alignment, [&] {
+    return m.b_alignment == elem_bytes(m.b_type) ? elem_rule(m.b_type)()
+                                                 : "MatmulDesc.b_alignment = " + str(int64_t{m.b_alignment}) +
+                                                       " promises it; plan with a smaller b_alignment for a less aligned B";
+  });
   if (c) check_aligned(who, "c", c, elem_bytes(m.c_type), elem_rule(m.c_type));
   check_aligned(who, "d", d, elem_bytes(m.d_type), elem_rule(m.d_type));
-  if (bias) check_aligned(who, "bias", bias, 4, "f32 values");
-  if (ws) check_aligned(who, "workspace", ws, 16, "the kernels read B from it with 16-byte copies");
+  if (bias) check_aligned(who, "bias", bias, 4, [] { return "f32 values"; });
+  if (ws) check_aligned(who, "workspace", ws, 16, [] { return "the kernels read B from it with 16-byte copies"; });
 
   const bool brow = m.b_order == Order::row_major, cdrow = m.cd_order == Order::row_major;
-  const Range rb{"b", b, extent_bytes(m.k, m.n, l.ldb, brow, m.batch, l.stride_b, m.b_type)};
-  const Range rc{"c", c, c ? extent_bytes(m.m, m.n, l.ldc, cdrow, m.batch, l.stride_c, m.c_type) : 0};
-  const Range rd{"d", d, extent_bytes(m.m, m.n, l.ldd, cdrow, m.batch, l.stride_d, m.d_type)};
-  const Range rbias{"bias", bias, bias ? static_cast<size_t>(m.m) * 4 : 0};
-  const Range rws{"workspace", ws, ws ? p.kernel->workspace_bytes() : 0};
+  const Range rb{"b", "Plan::run: b", b, extent_bytes(m.k, m.n, l.ldb, brow, m.batch, l.stride_b, m.b_type)};
+  const Range rc{"c", "Plan::run: c", c, c ? extent_bytes(m.m, m.n, l.ldc, cdrow, m.batch, l.stride_c, m.c_type) : 0};
+  const Range rd{"d", "Plan::run: d", d, extent_bytes(m.m, m.n, l.ldd, cdrow, m.batch, l.stride_d, m.d_type)};
+  const Range rbias{"bias", "Plan::run: bias", bias, bias ? static_cast<size_t>(m.m) * 4 : 0};
+  const Range rws{"workspace", "Plan::run: workspace", ws, ws ? p.kernel->workspace_bytes() : 0};
   if (c == d) {
     if (m.c_type != m.d_type || l.ldc != l.ldd || l.stride_c != l.stride_d)
       fail(Status::invalid_argument,
@@ -504,12 +517,13 @@ void check_operands(const Plan::Impl& p, const void* b, const void* c, void* d, 
     if (overlap(rws, other))
       fail(Status::invalid_argument, std::string("Plan::run: the workspace overlaps ") + other.name);
   for (const Range& r : {rb, rc, rd, rbias, rws})
-    if (r.p) p.backend->check_memory(r.p, r.bytes, (std::string("Plan::run: ") + r.name).c_str());
+    if (r.p) p.backend->check_memory(r.p, r.bytes, r.label);
 }
 }  // namespace
 
 size_t Plan::workspace_bytes() const { return need_plan(impl_).kernel->workspace_bytes(); }
 std::string Plan::describe() const { return need_plan(impl_).kernel->describe(); }
+PlanInfo Plan::info() const { return need_plan(impl_).kernel->info(); }
 const MatmulDesc& Plan::desc() const { return need_plan(impl_).desc; }
 
 void Plan::run(const SparseMatrix& a, const void* b, const void* c, void* d, float alpha, float beta, const float* bias,

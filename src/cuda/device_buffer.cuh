@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -33,13 +34,14 @@ inline bool sticky(cudaError_t e) {
 
 // Throws Error(cuda_error) naming `what` and CUDA's message; a sticky error says that the
 // context died earlier (an asynchronous kernel fault), not at `what`.
-inline void check(cudaError_t e, const std::string& what) {
+// (`what` is a view: a successful call, the hot path of Plan::run, makes no string.)
+inline void check(cudaError_t e, std::string_view what) {
   if (e == cudaSuccess) return;
   if (sticky(e))
-    fail(Status::cuda_error, what + ": " + cudaGetErrorString(e) +
+    fail(Status::cuda_error, std::string(what) + ": " + cudaGetErrorString(e) +
                                  " (a sticky error: a kernel failed earlier, asynchronously, and the CUDA context of "
                                  "this process is no longer usable; the fault is not in this call)");
-  fail(Status::cuda_error, what + ": " + cudaGetErrorString(e));
+  fail(Status::cuda_error, std::string(what) + ": " + cudaGetErrorString(e));
 }
 
 // Makes `ordinal` the current device for the scope (when it is not already) and restores the

@@ -150,6 +150,7 @@ struct RunOpts {
   bool graph = false;                      // capture Plan::run in a CUDA graph and replay it twice
   double acc_rel = 0;                      // f32 accumulation tolerance (0: 1e-5, fp8 wgmma 2^-9)
   int64_t check_rows = 0;                  // compare only this many rows per entry (0: all)
+  PlanOptions plan;                        // the GPU plan's pins
 };
 
 // Runs desc on the CPU and the GPU with the same operands and compares D (every element, and
@@ -180,7 +181,7 @@ void twin(const MatmulDesc& desc, const Images& im, const RunOpts& o, Handle& gp
     EXPECT_EQ(x.values.bits, y.values.bits) << "compressed values of entry " << e;
     EXPECT_EQ(x.metadata, y.metadata) << "metadata of entry " << e;
   }
-  Plan pg(gpu, desc);
+  Plan pg(gpu, desc, o.plan);
   DevMem ws(pg.workspace_bytes());
   const float* dbias = desc.bias ? reinterpret_cast<const float*>(gbias.base) : nullptr;
   const void* cptr = o.beta != 0 ? pcm : nullptr;
@@ -737,5 +738,81 @@ TEST(BuildArchitectures, HandleFollowsTheLoadedMachineCode) {
     EXPECT_NE(a.fallback_reason().find("do not load"), std::string::npos) << a.fallback_reason();
     EXPECT_TRUE(supported_types(Device::gpu).empty());
     std::cout << "[  build   ] refused: " << e.what() << "\n";
+  }
+}
+
+// Every configuration of the kernels on purpose, not by shape luck (issue 9): each sm90 tile
+// width, split count and rasterization group, and the sm80 kernel for every listed type, pinned
+// through PlanOptions, each against the CPU on the same inputs; and what a plan cannot take is
+// refused, naming why.
+TEST_F(Robust, EveryPinnedConfigurationMatchesTheCpu) {
+  std::mt19937_64 rng(seed() + 8);
+  if (h_->compute_capability() == 90 && supported_types(*h_).size() > 0 &&
+      Plan(*h_, desc_of(T::bf16, T::bf16, T::f32, 16, 8, 32)).info().kernel == KernelFamily::sm90) {
+    struct TypeCase {
+      T a, cd;
+      bool fast;
+    };
+    for (const TypeCase& tc : {TypeCase{T::bf16, T::bf16, false}, TypeCase{T::tf32, T::f32, false},
+                               TypeCase{T::e4m3, T::f32, false}, TypeCase{T::e4m3, T::bf16, true},
+                               TypeCase{T::s8, T::s32, false}}) {
+      const int widest = (tc.a == T::e4m3 && !tc.fast) ? 192 : 256;
+      for (int tile : {64, 128, widest})
+        for (int splits : {1, 2, 3, 4}) {
+          SCOPED_TRACE(std::string(type_name(tc.a)) + (tc.fast ? " fast" : "") + " tile " + std::to_string(tile) +
+                       " splits " + std::to_string(splits));
+          // 16 pipeline stages of 2 K steps: every split count here divides them into whole pairs.
+          MatmulDesc d = desc_of(tc.a, tc.a, tc.cd, 200, 150, 32 * kstep(tc.a));
+          d.fast_accumulation = tc.fast;
+          d.bias = splits % 2 == 1;
+          RunOpts o;
+          o.plan.kernel = KernelFamily::sm90;
+          o.plan.tile_n = tile, o.plan.splits = splits, o.plan.group_m = 1 + static_cast<int>(rng() % 3);
+          o.beta = splits == 3 ? 0.5f : 0.f;
+          Images im = make_images(d, rng, {});
+          twin(d, im, o, *h_);
+          const PlanInfo info = Plan(*h_, d, o.plan).info();
+          EXPECT_EQ(info.kernel, KernelFamily::sm90);
+          EXPECT_EQ(info.tile_n, tile);
+          EXPECT_EQ(info.splits, splits);
+          EXPECT_EQ(info.group_m, o.plan.group_m);
+          EXPECT_GE(info.stages, 3);
+        }
+    }
+    // What a plan cannot take.
+    const auto IA = Status::invalid_argument, NS = Status::not_supported;
+    MatmulDesc d = desc_of(T::bf16, T::bf16, T::f32, 200, 150, 256);  // 4 stages
+    PlanOptions p;
+    p.tile_n = 100;
+    expect_error([&] { Plan(*h_, d, p); }, IA, {"PlanOptions.tile_n = 100", "64, 128, 192 and 256"});
+    p.tile_n = 192;
+    expect_error([&] { Plan(*h_, d, p); }, NS, {"tile_n = 192"});
+    p = {};
+    p.splits = 3;
+    expect_error([&] { Plan(*h_, d, p); }, NS, {"splits = 3", "4 pipeline stages", "2 splits would run"});
+    p.splits = 17;
+    expect_error([&] { Plan(*h_, d, p); }, IA, {"splits = 17"});
+    MatmulDesc f8 = desc_of(T::e4m3, T::e4m3, T::f32, 200, 150, 256);
+    p = {};
+    p.tile_n = 256;
+    expect_error([&] { Plan(*h_, f8, p); }, NS, {"two accumulator sets", "192"});
+    MatmulDesc s4 = desc_of(T::s4, T::s4, T::s32, 200, 150, 256);
+    p = {};
+    p.kernel = KernelFamily::sm90;
+    expect_error([&] { Plan(*h_, s4, p); }, NS, {"kernel = sm90", "no wgmma.sp form"});
+    p = {};
+    p.kernel = KernelFamily::sm80, p.tile_n = 128;
+    expect_error([&] { Plan(*h_, d, p); }, NS, {"sm80 kernel", "no split K"});
+  }
+  // The sm80 kernel, pinned, for every listed type (on Hopper it otherwise runs only 4-bit types).
+  for (const TypeCombo& tc : supported_types(*h_)) {
+    if (tc.cd != (type_info(tc.a).is_float ? T::f32 : T::s32)) continue;
+    SCOPED_TRACE(std::string(type_name(tc.a)) + "." + std::string(type_name(tc.b)) + " on the sm80 kernel");
+    MatmulDesc d = desc_of(tc.a, tc.b, tc.cd, 130, 70, 2 * kstep(tc.a));
+    RunOpts o;
+    o.plan.kernel = KernelFamily::sm80;
+    Images im = make_images(d, rng, {});
+    twin(d, im, o, *h_);
+    EXPECT_EQ(Plan(*h_, d, o.plan).info().kernel, KernelFamily::sm80);
   }
 }

@@ -95,37 +95,52 @@ const KernelImage& kernel_image(int ordinal) {
 }
 
 void set_smem_limit(const void* kernel, int bytes, const char* what) {
-  static std::mutex mu;
-  static std::set<std::pair<const void*, int>> done;
+  // Called before every launch: a thread's recent (kernel, device) pairs answer without a lock.
+  struct Done {
+    const void* kernel = nullptr;
+    int device = -1;
+  };
+  thread_local Done recent[16];
+  thread_local unsigned next = 0;
   int dev = 0;
   check(cudaGetDevice(&dev), "cudaGetDevice");
-  std::lock_guard<std::mutex> lock(mu);
-  if (done.count({kernel, dev})) return;
-  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes),
-        std::string("cudaFuncSetAttribute (") + what + ", " + std::to_string(bytes) + " bytes of shared memory)");
-  done.insert({kernel, dev});
+  for (const Done& d : recent)
+    if (d.kernel == kernel && d.device == dev) return;
+  static std::mutex mu;
+  static std::set<std::pair<const void*, int>> done;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!done.count({kernel, dev})) {
+      check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes),
+            std::string("cudaFuncSetAttribute (") + what + ", " + std::to_string(bytes) + " bytes of shared memory)");
+      done.insert({kernel, dev});
+    }
+  }
+  recent[next++ % 16] = Done{kernel, dev};
 }
 
 void check_device_memory(const void* p, size_t bytes, int ordinal, const char* what) {
-  // What the driver said of a pointer (its memory type and allocation) is kept per pointer, so a
-  // loop of runs on the same buffers asks it once (two driver calls per pointer were about 1 us
-  // of Plan::run's host time each). A range the kept answer does not cover is asked again before
-  // it is refused, so a stale entry never refuses valid memory; a buffer freed and allocated
-  // again smaller at the same address is checked against its first allocation.
+  // What the driver said of a pointer (its memory type and allocation) is kept for the thread's
+  // recent pointers, so a loop of runs on the same buffers asks it once and looks up without a
+  // lock (two driver calls per pointer were about 1 us each of Plan::run's host time). A range
+  // the kept answer does not cover is asked again before it is refused, so a stale entry never
+  // refuses valid memory; a buffer freed and allocated again smaller at the same address is
+  // checked against its first allocation while it stays recent.
   struct Seen {
+    uintptr_t ptr = 0;
+    int ordinal = -1;
     bool device = false;  // false: managed memory (the caller's size is trusted)
     uintptr_t base = 0;
     size_t size = 0;  // 0: the driver could not say
   };
-  static std::mutex mu;
-  static std::map<std::pair<uintptr_t, int>, Seen> seen;
+  thread_local Seen recent[16];
+  thread_local unsigned next = 0;
   const auto u = reinterpret_cast<uintptr_t>(p);
   const auto covers = [&](const Seen& s) { return !s.device || s.size == 0 || u + bytes <= s.base + s.size; };
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    if (auto it = seen.find({u, ordinal}); it != seen.end() && covers(it->second)) return;
-  }
+  for (const Seen& r : recent)
+    if (r.ptr == u && r.ordinal == ordinal && covers(r)) return;
   Seen s;
+  s.ptr = u, s.ordinal = ordinal;
   cudaPointerAttributes attr{};
   check(cudaPointerGetAttributes(&attr, p), std::string(what) + ": cudaPointerGetAttributes");
   switch (attr.type) {
@@ -158,9 +173,7 @@ void check_device_memory(const void* p, size_t bytes, int ordinal, const char* w
                                        " bytes) runs past the end of its allocation (" + std::to_string(s.size) +
                                        " bytes from " + address(reinterpret_cast<const void*>(s.base)) +
                                        "): the buffer is smaller than the description needs");
-  std::lock_guard<std::mutex> lock(mu);
-  if (seen.size() > 4096) seen.clear();
-  seen[{u, ordinal}] = s;
+  recent[next++ % 16] = s;
 }
 
 }  // namespace spmma::cuda

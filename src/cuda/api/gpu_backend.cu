@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <cstdlib>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -18,6 +17,7 @@
 #include "device_buffer.cuh"
 #include "format/compress_gpu.cuh"
 #include "sm80/launch_sm80.hpp"
+#include "sm90/heuristics.hpp"
 #include "sm90/launch_sm90.hpp"
 #include "spmma/error.hpp"
 #include "spmma/isa.hpp"
@@ -65,12 +65,10 @@ struct GpuKernel final : Kernel {
   MatmulDesc desc;
   OperandLayout layout;
   int ordinal = 0;
-  const sm80::Instr* instr = nullptr;    // the sm80 kernel: every type pair
-  const sm90::Kernel* wgmma = nullptr;   // the sm90 kernel, when the plan picked it
-  int block_n = 0;                       // its CTA tile width
-  int splits = 1, stages_per_split = 0;  // its split K (splits > 1: partial sums in the workspace)
-  int group_m = 0;                       // its rasterization group (0: default; SPMMA_SM90_GROUP_M, experiments)
-  std::string sm80_why;                  // why the plan did not pick the sm90 kernel
+  const sm80::Instr* instr = nullptr;   // the sm80 kernel: every type pair
+  const sm90::Kernel* wgmma = nullptr;  // the sm90 kernel, when the plan picked it
+  sm90::Config cfg;                     // its tile, stages, split K, rasterization (heuristics.cu)
+  std::string sm80_why;                 // why the plan did not pick the sm90 kernel
   BRead b_read = BRead::in_place;
   std::string b_why;                     // why B is repacked
   int b_bits = 16;
@@ -80,7 +78,7 @@ struct GpuKernel final : Kernel {
   mutable std::optional<std::pair<const void*, CUtensorMap>> b_map;
   CUtensorMap b_map_for(const gemm::Params& p) const {
     std::lock_guard<std::mutex> lock(b_mutex);
-    if (!b_map || b_map->first != p.b) b_map.emplace(p.b, sm90::encode_b(p, block_n, b_bits));
+    if (!b_map || b_map->first != p.b) b_map.emplace(p.b, sm90::encode_b(p, cfg.block_n, b_bits));
     return b_map->second;
   }
 
@@ -89,7 +87,7 @@ struct GpuKernel final : Kernel {
     if (b_read == BRead::in_place) return 0;
     return (gpu_api::repacked_b_bytes(desc.batch, desc.k, desc.n, b_bits) + 255) / 256 * 256;
   }
-  size_t partial_bytes() const { return sm90::partial_bytes(splits, desc.batch, padded_rows(desc.m), desc.n); }
+  size_t partial_bytes() const { return sm90::partial_bytes(cfg.splits, desc.batch, padded_rows(desc.m), desc.n); }
   size_t workspace_bytes() const override { return repacked_b_bytes() + partial_bytes(); }
   bool fast_fp8() const { return desc.fast_accumulation && wgmma && wgmma->launch_fast; }
 
@@ -102,14 +100,29 @@ struct GpuKernel final : Kernel {
   }
   std::string describe() const override {
     if (wgmma)
-      return std::string("sm90 wgmma.sp kernel: ") + sm90::variant_at(*wgmma, block_n) + ", " +
-             sm90::describe_tile(block_n) + (splits > 1 ? ", split K in " + std::to_string(splits) : "") +
+      return std::string("sm90 wgmma.sp kernel: ") + sm90::variant_at(*wgmma, cfg.block_n) + ", " +
+             sm90::describe_tile(cfg.block_n) + (cfg.splits > 1 ? ", split K in " + std::to_string(cfg.splits) : "") +
              (wgmma->launch_fast ? (fast_fp8() ? ", fp8 sums in the tensor cores (fast_accumulation)"
                                                : ", fp8 sums promoted to f32 every 2 instructions")
                                  : "") +
              describe_b();
     return std::string("sm80 mma.sp kernel: ") + instr->variant + ", " + sm80::describe_tile() + describe_b() +
            (sm80_why.empty() ? "" : " (not the sm90 kernel: " + sm80_why + ")");
+  }
+  PlanInfo info() const override {
+    PlanInfo i;
+    i.device = Device::gpu;
+    i.kernel = wgmma ? KernelFamily::sm90 : KernelFamily::sm80;
+    i.instruction = wgmma ? sm90::variant_at(*wgmma, cfg.block_n) : std::string(instr->variant);
+    i.tile_m = wgmma ? cfg.block_m : sm80::kTileM;
+    i.tile_n = wgmma ? cfg.block_n : sm80::kTileN;
+    i.stages = wgmma ? cfg.stages : sm80::kPipelineStages;
+    i.splits = wgmma ? cfg.splits : 1;
+    i.group_m = wgmma ? cfg.group_m : 0;
+    i.b_repacked = b_read != BRead::in_place;
+    if (i.b_repacked) i.b_repack_why = b_why;
+    i.not_sm90_why = sm80_why;
+    return i;
   }
 
   void run(const SparseMatrix& a, const void* b, const void* c, void* d, float alpha, float beta, const float* bias,
@@ -156,11 +169,11 @@ struct GpuKernel final : Kernel {
     p.m_pad = static_cast<int>(st.m_pad);
     p.batch = static_cast<int>(desc.batch);
     p.batch0 = 0;
-    p.splits = splits, p.stages_per_split = splits > 1 ? stages_per_split : 1 << 30;
-    p.group_m = group_m;
-    p.partial = splits > 1 ? static_cast<uint8_t*>(workspace) + repacked_b_bytes() : nullptr;
+    p.splits = cfg.splits, p.stages_per_split = cfg.splits > 1 ? cfg.stages_per_split : 1 << 30;
+    p.group_m = cfg.group_m;
+    p.partial = cfg.splits > 1 ? static_cast<uint8_t*>(workspace) + repacked_b_bytes() : nullptr;
     if (wgmma)
-      sm90::launch(*wgmma, fast_fp8(), block_n, st.a_maps(p), b_map_for(p), p, s);
+      sm90::launch(*wgmma, fast_fp8(), cfg.block_n, st.a_maps(p), b_map_for(p), p, s);
     else
       sm80::launch(*instr, p, s);
     check(cudaGetLastError(), "launch of the sparse GEMM kernel");
@@ -203,40 +216,29 @@ struct GpuBackend final : Backend {
     return true;
   }
 
-  // Split K where the tiles would leave most SMs idle (small N): up to one wave of CTAs, at least
-  // 8 stages (of 2 K steps) per split, at most 16 splits. SPMMA_SM90_SPLITS overrides (experiments).
-  void choose_splits(GpuKernel& k, int inst_k) const {
-    const MatmulDesc& d = k.desc;
-    const int64_t tiles = sm90::ctas(padded_rows(d.m), d.n, k.block_n) * d.batch;
-    const int64_t stages = (d.k / inst_k + 1) / 2;
-    int64_t want = 1;
-    if (tiles * 2 <= prop.multiProcessorCount) want = std::min<int64_t>({prop.multiProcessorCount / tiles, stages / 8, 16});
-    if (const char* env = std::getenv("SPMMA_SM90_SPLITS")) want = std::max(1, std::atoi(env));
-    if (want < 2 || stages < 2) return;
-    const int64_t per = ((stages + want - 1) / want + 1) / 2 * 2;  // a multiple of 2 stages
-    k.stages_per_split = static_cast<int>(per);
-    k.splits = static_cast<int>((stages + per - 1) / per);
-    if (k.splits < 2) k.splits = 1;
-  }
-
-  // Picks the sm90 wgmma.sp kernel where it runs (sm_90a image on an sm_90 GPU, a type pair it
-  // covers). SPMMA_KERNEL=sm80 keeps the sm80 kernel (for comparisons).
-  void choose_kernel(GpuKernel& k) const {
-    const char* env = std::getenv("SPMMA_KERNEL");
+  // The kernel family: the sm90 wgmma.sp kernel where it runs (an sm_90a image on an sm_90 GPU,
+  // a type pair it covers), the sm80 kernel otherwise or when pinned; the sm90 kernel's tiles,
+  // split K and rasterization from sm90/heuristics.cu.
+  void choose_kernel(GpuKernel& k, const PlanOptions& pins) const {
     const sm90::Kernel* w = sm90_for(k.desc.a_type, k.desc.b_type);
     if (compute_capability() != 90) k.sm80_why = "not an sm_90 GPU";
     else if (!image.sm90a) k.sm80_why = "the loaded machine code is not sm_90a";
-    else if (!w) k.sm80_why = "no wgmma.sp form for these types";
-    else if (env && std::string(env) == "sm80") k.sm80_why = "SPMMA_KERNEL=sm80";
-    else {
-      k.wgmma = w;
-      k.block_n = sm90::choose_block_n(*w, k.desc.n, k.desc.fast_accumulation);
-      choose_splits(k, isa::variant_or_throw(w->variant).k);
-      if (const char* g = std::getenv("SPMMA_SM90_GROUP_M")) k.group_m = std::max(0, std::atoi(g));
+    else if (!sm90::find(k.desc.a_type, k.desc.b_type)) k.sm80_why = "no wgmma.sp form for these types";
+    else if (pins.kernel == KernelFamily::sm80) k.sm80_why = "PlanOptions.kernel = sm80";
+    if (pins.kernel == KernelFamily::sm90 && !w)
+      fail(Status::not_supported, "PlanOptions.kernel = sm90: the sm90 kernel cannot run this plan (" + k.sm80_why + ")");
+    if (!k.sm80_why.empty()) {
+      if (pins.tile_n || pins.splits || pins.group_m)
+        fail(Status::not_supported, "PlanOptions: tile_n, splits and group_m pin the sm90 kernel's choices; this plan runs "
+                                    "the sm80 kernel (" + k.sm80_why + "), whose tile is fixed (" + sm80::describe_tile() +
+                                    ") and which has no split K");
+      return;
     }
+    k.wgmma = w;
+    k.cfg = sm90::choose(*w, k.desc, isa::variant_or_throw(w->variant).k, prop.multiProcessorCount, pins);
   }
 
-  std::unique_ptr<Kernel> plan(const MatmulDesc& desc) override {
+  std::unique_ptr<Kernel> plan(const MatmulDesc& desc, const PlanOptions& pins) override {
     cuda::DeviceGuard guard(ordinal);
     const sm80::Instr* in = sm80::find(desc.a_type, desc.b_type);
     if (!in) fail(Status::not_supported, "GPU: no sparse kernel for A " + str(desc.a_type) + " with B " + str(desc.b_type));
@@ -254,8 +256,8 @@ struct GpuBackend final : Backend {
     k->ordinal = ordinal;
     k->instr = in;
     k->b_bits = memory_bits(desc.b_type);
-    choose_kernel(*k);
-    const int64_t ctas = k->wgmma ? sm90::ctas(padded_rows(desc.m), desc.n, k->block_n) : sm80::ctas(padded_rows(desc.m), desc.n);
+    choose_kernel(*k, pins);
+    const int64_t ctas = k->wgmma ? sm90::ctas(padded_rows(desc.m), desc.n, k->cfg.block_n) : sm80::ctas(padded_rows(desc.m), desc.n);
     if (ctas > INT_MAX)
       fail(Status::not_supported, "GPU: " + std::to_string(ctas) + " CTA tiles of " + std::to_string(desc.m) + " x " +
                                       std::to_string(desc.n) + " exceed the grid's 2^31 - 1");
@@ -275,7 +277,7 @@ struct GpuBackend final : Backend {
     if (k->b_read == BRead::transpose)
       detail::log(LogLevel::hints, "Plan", "B is transposed into the workspace on every run (B is row-major): a "
                                            "column-major B (K contiguous) is read in place");
-    if (!k->wgmma && compute_capability() == 90)
+    if (!k->wgmma && compute_capability() == 90 && pins.kernel != KernelFamily::sm80)
       detail::log(LogLevel::hints, "Plan", "the sm80 mma.sp kernel runs this plan on an sm_90 GPU (" + k->sm80_why + ")");
     detail::log(LogLevel::info, "Plan", k->describe());
     return k;

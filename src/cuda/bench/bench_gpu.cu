@@ -234,7 +234,7 @@ std::vector<Row> run_gpu(const Options& o) {
       d.b_order = Order::col_major;
       d.fast_accumulation = o.fast_accum;
       try {
-        Plan plan(h, d);
+        Plan plan(h, d, o.plan);
         r.kernel = plan.describe();
         const TypeInfo& ti = type_info(t);
         const int bits = memory_bits(t);

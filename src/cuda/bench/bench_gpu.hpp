@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "spmma/matmul.hpp"
 #include "spmma/types.hpp"
 
 namespace spmma::bench {
@@ -44,6 +45,8 @@ struct Options {
   bool prune = false;
   // fp8: MatmulDesc::fast_accumulation for spmma and CUBLASLT_MATMUL_DESC_FAST_ACCUM for cuBLAS.
   bool fast_accum = false;
+  // Pins for the GPU plan (PlanOptions); the CPU path refuses them.
+  PlanOptions plan;
 };
 
 // D's type for A/B of type t (as cuBLAS computes the dense baseline): f16 -> f16, bf16 -> bf16,

@@ -55,6 +55,8 @@ const Instr kInstrs[] = {
 
 }  // namespace
 
+const int kTileM = kBlockM, kTileN = CtaTile::kBlockN, kPipelineStages = kStages;
+
 const Instr* find(ElemType a, ElemType b) {
   for (const auto& i : kInstrs)
     if (i.a == a && i.b == b) return &i;

@@ -19,6 +19,9 @@ struct Instr {
 // The instruction for A/B types, or null.
 const Instr* find(ElemType a, ElemType b);
 
+// The kernel's one configuration (spgemm_sm80.cuh), for PlanInfo.
+extern const int kTileM, kTileN, kPipelineStages;
+
 // "CTA tile 128x128, 4 stages, 2 instructions per stage", for Plan::describe.
 std::string describe_tile();
 

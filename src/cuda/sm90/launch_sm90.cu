@@ -4,9 +4,9 @@
 #include <cudaTypedefs.h>
 
 #include <algorithm>
-#include <cstdlib>
 
 #include "device_buffer.cuh"
+#include "sm90/heuristics.hpp"
 #include "sm90/spgemm_sm90.cuh"
 #include "spmma/error.hpp"
 
@@ -112,19 +112,6 @@ const Kernel* find(ElemType a, ElemType b) {
   return nullptr;
 }
 
-int choose_block_n(const Kernel& k, int64_t n, bool fast) {
-  // Promoted fp8 sums each stage apart and so holds two accumulator sets: at most 192 wide.
-  const int widest = (k.launch_fast && !fast) ? 192 : 256;
-  if (const char* env = std::getenv("SPMMA_SM90_BLOCK_N")) {
-    const int v = std::atoi(env);
-    if (v == 64 || v == 128) return v;
-    if (v == 192 || v == 256) return widest;
-  }
-  if (n <= 64) return 64;
-  if (n <= 128) return 128;
-  return widest;
-}
-
 std::string variant_at(const Kernel& k, int block_n) {
   std::string id = k.variant;
   const size_t at = id.find("n128k");
@@ -133,10 +120,7 @@ std::string variant_at(const Kernel& k, int block_n) {
 }
 
 std::string describe_tile(int block_n) {
-  const int stages = block_n == 64    ? Tile<64>::kStages
-                     : block_n == 128 ? Tile<128>::kStages
-                     : block_n == 192 ? Tile<192>::kStages
-                                      : Tile<256>::kStages;
+  const int stages = stages_of(block_n);
   return "CTA tile " + std::to_string(kBlockM) + "x" + std::to_string(block_n) + ", " + std::to_string(stages) +
          " TMA stages, 1 producer + " + std::to_string(kConsumers) + " math warpgroups, " +
          std::to_string(kStepsPerStage) + " instructions per stage";

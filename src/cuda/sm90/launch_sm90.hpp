@@ -28,11 +28,6 @@ struct Kernel {
 // The sm90 kernel for A/B types, or null when there is none (4-bit types: no wgmma on sm_90).
 const Kernel* find(ElemType a, ElemType b);
 
-// CTA tile width along N for kernel k and a problem with n columns: 64, 128 or 256 (promoted
-// fp8: 192 in place of 256). The environment variable SPMMA_SM90_BLOCK_N overrides it, for
-// experiments.
-int choose_block_n(const Kernel& k, int64_t n, bool fast);
-
 // The registry id of k's instruction at N = block_n (the table names the N = 128 form).
 std::string variant_at(const Kernel& k, int block_n);
 

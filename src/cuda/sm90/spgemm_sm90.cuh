@@ -37,10 +37,6 @@ constexpr int kAStageBytes = kBlockM * kARowBytes;            // 8 KiB
 constexpr int kMetaStageBytes = (kBlockM / 16) * 256;  // eight 16-row blocks' metadata groups: P <= 32 lanes x 2 words
 constexpr int kSmemLimit = 227 * 1024;
 constexpr int kMaxStages = 8;
-// Rasterization: CTAs walk kGroupM M tiles before the next N tiles. H100, bf16, median of 10
-// (SPMMA_SM90_GROUP_M): 32 was at least as fast as 4, 8, 16 and 64 at 8192³, 16384³ and
-// 28672x8192x8192 (e.g. 8192³: 1008 vs 926 for 16).
-constexpr int kGroupM = 32;
 constexpr int kProducerRegs = 40, kConsumerRegs = 232;
 // fp8 (promoted): stages summed in the tensor cores between f32 adds. Every 2 stages measured no
 // faster than every stage on the H100 (8192^3: 1439-1451 vs 1428-1472 TFLOP/s), so the more
@@ -146,7 +142,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   // Tile of this CTA: groups of kGroupM M tiles, walked M-fastest, so a wave of CTAs shares both
   // its A rows and its B columns in L2.
   const int m_tiles = p.m_pad / kBlockM, n_tiles = (p.n + kBlockN - 1) / kBlockN;
-  const int group_size = p.group_m > 0 ? p.group_m : kGroupM;
+  const int group_size = p.group_m;  // chosen by heuristics.cu (at least 1)
   const int per_group = group_size * n_tiles, group = blockIdx.x / per_group, in_group = blockIdx.x % per_group;
   const int first_m = group * group_size, group_m = min(group_size, m_tiles - first_m);
   const int block_m = (first_m + in_group % group_m) * kBlockM, block_n = (in_group / group_m) * kBlockN;

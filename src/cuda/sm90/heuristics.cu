@@ -1,0 +1,93 @@
+// The sm90 kernel's heuristics (heuristics.hpp). Every number here was measured on the H100;
+// docs/benchmarks.md has the runs.
+#include "sm90/heuristics.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "sm90/spgemm_sm90.cuh"
+#include "spmma/error.hpp"
+
+namespace spmma::sm90 {
+namespace {
+
+// Rasterization: CTAs walk 32 M tiles before the next N tiles. H100, bf16, median of 10: 32 was
+// at least as fast as 4, 8, 16 and 64 at 8192³, 16384³ and 28672x8192x8192 (8192³: 1008 vs 926
+// TFLOP/s for 16).
+constexpr int kGroupM = 32;
+// Split K where the tiles leave most SMs idle (fewer CTAs than half the SMs): up to one wave of
+// CTAs, at least 8 stages (of 2 K steps) per split, at most 16 splits. A sweep of 2-16 splits and
+// 64/128 tiles on the H100 (bf16 4096x16x4096: 15 -> 28 TFLOP/s) confirmed these.
+constexpr int kMinStagesPerSplit = 8, kMaxSplits = 16;
+
+int64_t stages_for(const MatmulDesc& d, int inst_k) { return (d.k / inst_k + 1) / 2; }  // 2 K steps each
+
+// Stages per split for `want` splits: whole pairs of stages (the kernel's split boundaries).
+int64_t per_split(int64_t stages, int64_t want) { return ((stages + want - 1) / want + 1) / 2 * 2; }
+
+}  // namespace
+
+int stages_of(int block_n) {
+  switch (block_n) {
+    case 64: return Tile<64>::kStages;
+    case 128: return Tile<128>::kStages;
+    case 192: return Tile<192>::kStages;
+    default: return Tile<256>::kStages;
+  }
+}
+
+Config choose(const Kernel& k, const MatmulDesc& d, int inst_k, int sm_count, const PlanOptions& pins) {
+  Config c;
+  c.block_m = kBlockM;
+  // Tile width: the narrowest that covers N, up to 256. Promoted fp8 keeps two accumulator sets
+  // (the stage's and the running sum), so its widest tile is 192.
+  const bool promoted = k.launch_fast && !d.fast_accumulation;
+  const int widest = promoted ? 192 : 256;
+  if (pins.tile_n) {
+    if (pins.tile_n != 64 && pins.tile_n != 128 && pins.tile_n != 192 && pins.tile_n != 256)
+      fail(Status::invalid_argument,
+           "PlanOptions.tile_n = " + std::to_string(pins.tile_n) + ": the sm90 kernel has tiles 64, 128, 192 and 256");
+    if (pins.tile_n > 128 && pins.tile_n != widest)
+      fail(Status::not_supported,
+           "PlanOptions.tile_n = " + std::to_string(pins.tile_n) + ": " +
+               (promoted ? "fp8 with promoted sums holds two accumulator sets, its widest tile is 192 "
+                           "(MatmulDesc::fast_accumulation allows 256)"
+                         : "192 is the promoted fp8 tile; this plan's widest is 256"));
+    c.block_n = pins.tile_n;
+  } else {
+    c.block_n = d.n <= 64 ? 64 : d.n <= 128 ? 128 : widest;
+  }
+  c.stages = stages_of(c.block_n);
+
+  const int64_t stages = stages_for(d, inst_k);
+  const int64_t tiles = ctas(gemm::kRowPad * ((d.m + gemm::kRowPad - 1) / gemm::kRowPad), d.n, c.block_n) * d.batch;
+  int64_t want = 1;
+  if (pins.splits) {
+    if (pins.splits > kMaxSplits)
+      fail(Status::invalid_argument,
+           "PlanOptions.splits = " + std::to_string(pins.splits) + ": at most " + std::to_string(kMaxSplits));
+    want = pins.splits;
+  } else if (tiles * 2 <= sm_count) {
+    want = std::min<int64_t>({sm_count / tiles, stages / kMinStagesPerSplit, kMaxSplits});
+  }
+  if (want >= 2 && stages >= 2) {
+    const int64_t per = per_split(stages, want);
+    const int64_t got = (stages + per - 1) / per;
+    if (pins.splits && got != pins.splits)
+      fail(Status::not_supported, "PlanOptions.splits = " + std::to_string(pins.splits) + ": K = " + std::to_string(d.k) +
+                                      " has " + std::to_string(stages) +
+                                      " pipeline stages, and splits take whole pairs of them: " + std::to_string(got) +
+                                      " split" + (got == 1 ? "" : "s") + " would run");
+    if (got >= 2) c.splits = static_cast<int>(got), c.stages_per_split = static_cast<int>(per);
+  } else if (pins.splits > 1) {
+    fail(Status::not_supported, "PlanOptions.splits = " + std::to_string(pins.splits) + ": K = " + std::to_string(d.k) +
+                                    " has " + std::to_string(stages) + " pipeline stage(s), too few to split");
+  }
+
+  if (pins.group_m && (pins.group_m < 1 || pins.group_m > 1024))
+    fail(Status::invalid_argument, "PlanOptions.group_m = " + std::to_string(pins.group_m) + ": 1 .. 1024 M tiles");
+  c.group_m = pins.group_m ? pins.group_m : kGroupM;
+  return c;
+}
+
+}  // namespace spmma::sm90
