@@ -34,7 +34,7 @@ def main(path):
     w("# Conformance on the H100\n")
     w("Every registry variant an H100 (sm_90) can execute ran on the hardware with random register")
     w("contents, and the GPU's D registers were compared with the emulator's (`spmma conform`, source")
-    w("in `src/cuda/probe/`, probe kernels generated from the registry by `tools/gen_probes.cpp`).\n")
+    w("in `src/cuda/probe/`, probe kernels generated from the registry by `codegen/gen_spmma.cpp`).\n")
     w(f"- **Device:** {j['device']} (sm_{j['compute_capability']}), driver 580.159.04, CUDA 13.0")
     w(f"- **Date:** {j['date']}")
     s = j["summary"]

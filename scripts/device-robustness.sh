@@ -74,39 +74,52 @@ for (m, n, k, t), v in rows.items():
     print(f"{m}x{n}x{k} {t}: {o[0]:.1f} {o[1]:.1f} | {nw[0]:.1f} {nw[1]:.1f} | {st.mean(nw)/st.mean(o):.3f} | host us {st.mean(ho):.1f} -> {st.mean(hn):.1f}")
 PY
 elif [ "${PART}" = ab ]; then
-  # Every default shape of bf16 and e4m3, the earlier binary then the current one (same call).
-  for bin in spmma_old spmma; do
-    timeout 280 .devbin/$bin bench --reps 10 --json-out /tmp/ab_$bin.json > "$out/bench_$bin.txt" 2>&1
-    echo "$bin: exit $?" | tee -a "$out/summary.txt"
+  # Every default shape of the types in $TYPES (default: bench's own, bf16 and e4m3): the earlier
+  # binary and the current one alternating, $ROUNDS times (same call, same data, same order);
+  # each row's ratio is of the means over the rounds.
+  types=${TYPES:-bf16,e4m3} rounds=${ROUNDS:-2} reps=${REPS:-20}
+  for i in $(seq "$rounds"); do
+    for bin in spmma_old spmma; do
+      timeout 250 .devbin/$bin bench --types "$types" --reps "$reps" --json-out /tmp/ab_${bin}_$i.json >> "$out/bench_$bin.txt" 2>&1
+      echo "$bin round $i: exit $?" | tee -a "$out/summary.txt"
+    done
   done
-  python3 - <<'PY' | tee "$out/ab.txt"
-import json
+  python3 - "$rounds" <<'PY' | tee "$out/ab_$types.txt"
+import json, sys, os, statistics as st
 rows = {}
-for bin in ("spmma_old", "spmma"):
-    for r in json.load(open(f"/tmp/ab_{bin}.json")):
-        rows.setdefault((r["m"], r["n"], r["k"], r["type"]), {})[bin] = r["spmma_tflops"]
+for i in range(1, int(sys.argv[1]) + 1):
+    for bin in ("spmma_old", "spmma"):
+        f = f"/tmp/ab_{bin}_{i}.json"
+        if os.path.exists(f):
+            for r in json.load(open(f)):
+                rows.setdefault((r["m"], r["n"], r["k"], r["type"]), {}).setdefault(bin, []).append(
+                    (r["spmma_tflops"], r["verified"], r["spmma_host_us"]))
 ratios = []
+print("shape type: before TFLOP/s (rounds) | after TFLOP/s (rounds) | after/before | host us before -> after")
 for (m, n, k, t), v in rows.items():
-    if "spmma_old" in v and "spmma" in v and v["spmma_old"]:
-        ratios.append(v["spmma"] / v["spmma_old"])
-        print(f"{m}x{n}x{k} {t}: {v['spmma_old']:.1f} -> {v['spmma']:.1f}  ({ratios[-1]:.3f})")
-print(f"{len(ratios)} rows, now/before: min {min(ratios):.3f}, max {max(ratios):.3f}")
+    if "spmma_old" in v and "spmma" in v:
+        o, a = [x[0] for x in v["spmma_old"]], [x[0] for x in v["spmma"]]
+        ratios.append(st.mean(a) / st.mean(o))
+        ok = all(x[1] for x in v["spmma"])
+        print(f"{m}x{n}x{k} {t}: {' '.join(f'{x:.1f}' for x in o)} | {' '.join(f'{x:.1f}' for x in a)} | {ratios[-1]:.3f} | "
+              f"{st.mean(x[2] for x in v['spmma_old']):.1f} -> {st.mean(x[2] for x in v['spmma']):.1f}{'' if ok else '  NOT VERIFIED'}")
+if ratios:
+    print(f"{len(ratios)} rows, after/before: min {min(ratios):.3f}, max {max(ratios):.3f}, geomean {st.geometric_mean(ratios):.3f}")
 PY
 elif [ "${PART}" = perf ]; then
   # Kernel durations of the earlier and the current binary under Nsight Compute (serialised,
-  # caches flushed: the kernel alone, without the host's share of a bench call), and the
-  # opcode mix of their sm90 bf16 kernel's SASS.
-  for bin in spmma_old spmma; do
-    timeout 200 ncu --metrics gpu__time_duration.sum -k regex:spgemm_kernel -c 8 .devbin/$bin bench \
-      --types bf16,s8 --shapes 8192x8192x8192,14336x2048x4096 --reps 2 > "$out/ncu_$bin.txt" 2>&1
-    echo "$bin: $(grep -c gpu__time_duration "$out/ncu_$bin.txt") kernels timed" | tee -a "$out/summary.txt"
-    grep -E "spgemm_kernel|gpu__time_duration" "$out/ncu_$bin.txt" | sed -E 's/\(int, int, int\).*//' | cut -c1-140 | tee -a "$out/summary.txt"
-    cuobjdump -sass .devbin/$bin 2>/dev/null |
-      awk '/Function : .*spgemm_kernelINS0_4Bf16ENS0_4TileILi256/{p=1;next} p&&/Function :/{p=0} p' > /tmp/sass_$bin.txt
-    echo "$bin sass lines: $(wc -l < /tmp/sass_$bin.txt)" | tee -a "$out/summary.txt"
-    grep -oE "^\s+/\*[0-9a-f]+\*/\s+[A-Z][A-Z0-9.]+" /tmp/sass_$bin.txt | awk '{print $2}' | sort | uniq -c | sort -rn > "$out/ops_$bin.txt"
-  done
-  diff "$out/ops_spmma_old.txt" "$out/ops_spmma.txt" | head -40 | tee -a "$out/summary.txt"
+  # caches flushed: the kernel alone, without the host's share of a bench call): the 6th launch
+  # of each case (after bench's 5 warm-ups), twice, alternating.
+  for i in 1 2; do
+    for case in bf16:14336x2048x4096 bf16:8192x8192x8192 e4m3:14336x2048x4096 s8:14336x2048x4096 bf16:4096x16x4096; do
+      for bin in spmma_old spmma; do
+        t=${case%%:*} shape=${case#*:}
+        us=$(timeout 100 ncu --metrics gpu__time_duration.sum -k regex:spgemm_kernel --launch-skip 5 -c 1 \
+          .devbin/$bin bench --types "$t" --shapes "$shape" --reps 1 2>&1 | awk '/gpu__time_duration.sum/ {print $(NF-1), $(NF)}')
+        echo "round $i $case $bin: $us"
+      done
+    done
+  done | tee -a "$out/summary.txt"
 else
   # Every GPU test but the largest sizes (LaunchLimits) and the deliberate fault.
   step memcheck 330 compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \

@@ -1,12 +1,12 @@
 // spmma bench on the CPU: the CPU backend of the matmul API against a dense f32 product
 // (cblas_sgemm, OpenBLAS) of the same pruned A. The CPU counterpart of bench::run_gpu
-// (src/cuda/bench/bench_gpu.hpp), filling the same Row; used by `spmma bench` and `spmma demo`.
+// (tools/bench_gpu.hpp), filling the same Row; used by `spmma bench` and `spmma demo`.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "cuda/bench/bench_gpu.hpp"
+#include "bench_gpu.hpp"
 
 namespace spmma::bench {
 

@@ -140,5 +140,10 @@ const std::vector<Variant>& registry();
 const Variant* find_variant(std::string_view id_or_ptx);
 // As find_variant, but throws invalid_argument naming the text and the closest known variants.
 const Variant& variant_or_throw(std::string_view ptx);
+// The plain form of a family with this shape and these types (no .satfinite, no kind, no block
+// scale; accumulator `acc` as C and D; for wgmma, A read as `a_source`), or null. Kernels name
+// their instruction this way, by fields, never by editing an id.
+const Variant* find_form(Family family, int m, int n, int k, ElemType a, ElemType b, ElemType acc,
+                         ASource a_source = ASource::descriptor);
 
 }  // namespace spmma::isa

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "api/backend.hpp"
+#include "spmma/detail/gemm_pairs.hpp"
 #include "spmma/error.hpp"
 #include "spmma/matmul.hpp"
 #include "spmma/sparse.hpp"
@@ -23,26 +24,14 @@ namespace spmma {
 
 namespace detail {
 
-// Every (A, B, C/D) combination the API describes: the sparse-capable A types with their
-// natural B (the same type; fp8 mixes e4m3 / e5m2 and the integers mix signedness, as the
-// mma.sp / wgmma.sp forms do), C/D {f16, bf16, f32} with an f32 accumulator for floats,
-// {s32, s8} with an s32 accumulator for integers. The CPU backend runs all of them; a GPU
-// backend runs the rows its Backend::runs accepts.
+// Every (A, B, C/D) combination the API describes: each row of the pair table
+// (spmma/detail/gemm_pairs.hpp) with each of its C/D types and its accumulator. The CPU backend
+// runs all of them; a GPU backend runs the rows its Backend::runs accepts.
 const std::vector<TypeCombo>& api_type_combos() {
   static const std::vector<TypeCombo> table = [] {
-    using T = ElemType;
-    struct AB {
-      T a, b;
-    };
-    const AB float_ab[] = {{T::f16, T::f16},   {T::bf16, T::bf16}, {T::tf32, T::tf32}, {T::e4m3, T::e4m3},
-                           {T::e4m3, T::e5m2}, {T::e5m2, T::e4m3}, {T::e5m2, T::e5m2}};
-    const AB int_ab[] = {{T::s8, T::s8}, {T::s8, T::u8}, {T::u8, T::s8}, {T::u8, T::u8},
-                         {T::s4, T::s4}, {T::s4, T::u4}, {T::u4, T::s4}, {T::u4, T::u4}};
     std::vector<TypeCombo> t;
-    for (const AB& ab : float_ab)
-      for (T cd : {T::f16, T::bf16, T::f32}) t.push_back({ab.a, ab.b, cd, T::f32});
-    for (const AB& ab : int_ab)
-      for (T cd : {T::s32, T::s8}) t.push_back({ab.a, ab.b, cd, T::s32});
+    for (const GemmPair& p : kGemmPairs)
+      for (ElemType cd : gemm_outputs(p.a)) t.push_back({p.a, p.b, cd, gemm_accumulator(p.a)});
     return t;
   }();
   return table;

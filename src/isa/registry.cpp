@@ -348,6 +348,18 @@ const Variant* find_variant(std::string_view text) {
   return ptx_hits == 1 ? by_ptx : nullptr;
 }
 
+const Variant* find_form(Family family, int m, int n, int k, ElemType a, ElemType b, ElemType acc, ASource a_source) {
+  const Variant* hit = nullptr;
+  for (const auto& v : registry()) {
+    if (v.family != family || v.m != m || v.n != n || v.k != k || v.a != a || v.b != b || v.c != acc || v.d != acc ||
+        v.satfinite || v.kind != Kind::none || v.scale || v.bitop != BitOp::none || (v.wgmma() && v.a_source != a_source))
+      continue;
+    if (hit) fail(Status::internal, "find_form: " + hit->id + " and " + v.id + " have the same fields");
+    hit = &v;
+  }
+  return hit;
+}
+
 const Variant& variant_or_throw(std::string_view text) {
   if (const Variant* v = find_variant(text)) return *v;
   const std::string_view t = trim(text);

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "spmma/detail/gemm_pairs.hpp"
 #include "spmma/error.hpp"
 #include "spmma/log.hpp"
 #include "spmma/matmul.hpp"
@@ -749,36 +750,54 @@ TEST_F(Robust, EveryPinnedConfigurationMatchesTheCpu) {
   std::mt19937_64 rng(seed() + 8);
   if (h_->compute_capability() == 90 && supported_types(*h_).size() > 0 &&
       Plan(*h_, desc_of(T::bf16, T::bf16, T::f32, 16, 8, 32)).info().kernel == KernelFamily::sm90) {
-    struct TypeCase {
-      T a, cd;
-      bool fast;
-    };
-    for (const TypeCase& tc : {TypeCase{T::bf16, T::bf16, false}, TypeCase{T::tf32, T::f32, false},
-                               TypeCase{T::e4m3, T::f32, false}, TypeCase{T::e4m3, T::bf16, true},
-                               TypeCase{T::s8, T::s32, false}}) {
-      const int widest = (tc.a == T::e4m3 && !tc.fast) ? 192 : 256;
-      for (int tile : {64, 128, widest})
-        for (int splits : {1, 2, 3, 4}) {
-          SCOPED_TRACE(std::string(type_name(tc.a)) + (tc.fast ? " fast" : "") + " tile " + std::to_string(tile) +
-                       " splits " + std::to_string(splits));
-          // 16 pipeline stages of 2 K steps: every split count here divides them into whole pairs.
-          MatmulDesc d = desc_of(tc.a, tc.a, tc.cd, 200, 150, 32 * kstep(tc.a));
-          d.fast_accumulation = tc.fast;
-          d.bias = splits % 2 == 1;
-          RunOpts o;
-          o.plan.kernel = KernelFamily::sm90;
-          o.plan.tile_n = tile, o.plan.splits = splits, o.plan.group_m = 1 + static_cast<int>(rng() % 3);
-          o.beta = splits == 3 ? 0.5f : 0.f;
-          Images im = make_images(d, rng, {});
-          twin(d, im, o, *h_);
-          const PlanInfo info = Plan(*h_, d, o.plan).info();
-          EXPECT_EQ(info.kernel, KernelFamily::sm90);
-          EXPECT_EQ(info.tile_n, tile);
-          EXPECT_EQ(info.splits, splits);
-          EXPECT_EQ(info.group_m, o.plan.group_m);
-          EXPECT_GE(info.stages, 3);
+    // Every instantiation of the sm90 kernel, each on purpose: every pair of the pair table the
+    // kernel covers, every tile width, with and without fp8 promotion (a width the kernel is not
+    // built with must be refused, naming the widths it has), split counts 1-4 in turn, every C/D
+    // type in turn; bf16 and e4m3 take every split count at every width.
+    int runs = 0, turn = 0;
+    for (const detail::GemmPair& pair : detail::kGemmPairs) {
+      if (pair.a == T::s4 || pair.a == T::u4) continue;  // no 4-bit wgmma on sm_90
+      for (bool fast : {false, true}) {
+        if (fast && !detail::gemm_promotes(pair.a)) continue;
+        for (int tile : {64, 128, 192, 256}) {
+          const bool promoted = detail::gemm_promotes(pair.a) && !fast;
+          const bool built = promoted ? tile != 256 : tile != 192;
+          const bool all_splits = (pair.a == T::bf16 || pair.a == T::e4m3) && pair.a == pair.b;
+          for (int splits = 1; splits <= 4; ++splits) {
+            if (!all_splits && splits != 1 + turn % 4) continue;
+            const auto outs = detail::gemm_outputs(pair.a);
+            const T cd = outs[static_cast<size_t>(turn++) % outs.size()];
+            SCOPED_TRACE(std::string(type_name(pair.a)) + " x " + std::string(type_name(pair.b)) + " -> " +
+                         std::string(type_name(cd)) + (fast ? " fast" : "") + " tile " + std::to_string(tile) +
+                         " splits " + std::to_string(splits));
+            // 16 pipeline stages of 2 K steps: every split count here divides them into whole pairs.
+            MatmulDesc d = desc_of(pair.a, pair.b, cd, 200, 150, 32 * kstep(pair.a));
+            d.fast_accumulation = fast;
+            d.bias = splits % 2 == 1;
+            RunOpts o;
+            o.plan.kernel = KernelFamily::sm90;
+            o.plan.tile_n = tile, o.plan.splits = splits, o.plan.group_m = 1 + static_cast<int>(rng() % 3);
+            if (!built) {
+              const std::string pin = "tile_n = " + std::to_string(tile);
+              expect_error([&] { Plan(*h_, d, o.plan); }, Status::not_supported,
+                           {pin.c_str(), promoted ? "64, 128, 192" : "64, 128, 256"});
+              break;
+            }
+            o.beta = splits == 3 ? 0.5f : 0.f;
+            Images im = make_images(d, rng, {});
+            twin(d, im, o, *h_);
+            const PlanInfo info = Plan(*h_, d, o.plan).info();
+            EXPECT_EQ(info.kernel, KernelFamily::sm90);
+            EXPECT_EQ(info.tile_n, tile);
+            EXPECT_EQ(info.splits, splits);
+            EXPECT_EQ(info.group_m, o.plan.group_m);
+            EXPECT_GE(info.stages, 3);
+            ++runs;
+          }
         }
+      }
     }
+    EXPECT_GE(runs, 45);  // at least one run of each of the 45 instantiations
     // What a plan cannot take.
     const auto IA = Status::invalid_argument, NS = Status::not_supported;
     MatmulDesc d = desc_of(T::bf16, T::bf16, T::f32, 200, 150, 256);  // 4 stages

@@ -27,11 +27,11 @@ std::vector<uint64_t> unpack(const uint8_t* p, size_t count, int b) {
 }
 
 const isa::Variant& variant_for(const MatmulDesc& desc) {
-  const sm80::Instr* in = sm80::find(desc.a_type, desc.b_type);
+  const sm80::Entry* in = sm80::find(desc.a_type, desc.b_type);
   if (!in)
     fail(Status::not_supported, "GPU: no sparse kernel for A " + std::string(type_name(desc.a_type)) + " with B " +
                                     std::string(type_name(desc.b_type)));
-  return isa::variant_or_throw(in->variant);
+  return isa::variant_or_throw(in->instruction);
 }
 
 // c with rows up to m_pad (zero values, nibble 0xE: valid for every pattern) and every nibble in

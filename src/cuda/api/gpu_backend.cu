@@ -19,6 +19,7 @@
 #include "sm80/launch_sm80.hpp"
 #include "sm90/heuristics.hpp"
 #include "sm90/launch_sm90.hpp"
+#include "spmma/detail/gemm_pairs.hpp"
 #include "spmma/error.hpp"
 #include "spmma/isa.hpp"
 #include "spmma/log.hpp"
@@ -33,17 +34,6 @@ using gpu_api::padded_rows;
 std::string str(ElemType t) { return std::string(type_name(t)); }
 
 bool is_fp8(ElemType t) { return t == ElemType::e4m3 || t == ElemType::e5m2; }
-
-int out_type(ElemType t) {
-  switch (t) {
-    case ElemType::f32: return gemm::kOutF32;
-    case ElemType::bf16: return gemm::kOutBf16;
-    case ElemType::f16: return gemm::kOutF16;
-    case ElemType::s32: return gemm::kOutS32;
-    case ElemType::s8: return gemm::kOutS8;
-    default: fail(Status::internal, "GPU: no output form for " + str(t));
-  }
-}
 
 // How a plan reads B: in place (column-major, every column 16-byte aligned), or repacked into
 // the workspace on each run (transposed when row-major; copied when the copies cannot take it).
@@ -65,9 +55,9 @@ struct GpuKernel final : Kernel {
   MatmulDesc desc;
   OperandLayout layout;
   int ordinal = 0;
-  const sm80::Instr* instr = nullptr;   // the sm80 kernel: every type pair
-  const sm90::Kernel* wgmma = nullptr;  // the sm90 kernel, when the plan picked it
-  sm90::Config cfg;                     // its tile, stages, split K, rasterization (heuristics.cu)
+  const sm80::Entry* instr = nullptr;  // the sm80 kernel: every type pair
+  const sm90::Entry* wgmma = nullptr;  // the sm90 kernel's instantiation, when the plan picked it
+  sm90::Config cfg;                    // its tile, stages, split K, rasterization (heuristics.cu)
   std::string sm80_why;                 // why the plan did not pick the sm90 kernel
   BRead b_read = BRead::in_place;
   std::string b_why;                     // why B is repacked
@@ -89,7 +79,6 @@ struct GpuKernel final : Kernel {
   }
   size_t partial_bytes() const { return sm90::partial_bytes(cfg.splits, desc.batch, padded_rows(desc.m), desc.n); }
   size_t workspace_bytes() const override { return repacked_b_bytes() + partial_bytes(); }
-  bool fast_fp8() const { return desc.fast_accumulation && wgmma && wgmma->launch_fast; }
 
   std::string describe_b() const {
     switch (b_read) {
@@ -100,20 +89,20 @@ struct GpuKernel final : Kernel {
   }
   std::string describe() const override {
     if (wgmma)
-      return std::string("sm90 wgmma.sp kernel: ") + sm90::variant_at(*wgmma, cfg.block_n) + ", " +
-             sm90::describe_tile(cfg.block_n) + (cfg.splits > 1 ? ", split K in " + std::to_string(cfg.splits) : "") +
-             (wgmma->launch_fast ? (fast_fp8() ? ", fp8 sums in the tensor cores (fast_accumulation)"
-                                               : ", fp8 sums promoted to f32 every 2 instructions")
-                                 : "") +
+      return std::string("sm90 wgmma.sp kernel: ") + wgmma->instruction + ", " + sm90::describe_tile(cfg.block_n) +
+             (cfg.splits > 1 ? ", split K in " + std::to_string(cfg.splits) : "") +
+             (gemm_promotes(desc.a_type) ? (wgmma->promoted ? ", fp8 sums promoted to f32 every 2 instructions"
+                                                            : ", fp8 sums in the tensor cores (fast_accumulation)")
+                                         : "") +
              describe_b();
-    return std::string("sm80 mma.sp kernel: ") + instr->variant + ", " + sm80::describe_tile() + describe_b() +
+    return std::string("sm80 mma.sp kernel: ") + instr->instruction + ", " + sm80::describe_tile() + describe_b() +
            (sm80_why.empty() ? "" : " (not the sm90 kernel: " + sm80_why + ")");
   }
   PlanInfo info() const override {
     PlanInfo i;
     i.device = Device::gpu;
     i.kernel = wgmma ? KernelFamily::sm90 : KernelFamily::sm80;
-    i.instruction = wgmma ? sm90::variant_at(*wgmma, cfg.block_n) : std::string(instr->variant);
+    i.instruction = wgmma ? wgmma->instruction : instr->instruction;
     i.tile_m = wgmma ? cfg.block_m : sm80::kTileM;
     i.tile_n = wgmma ? cfg.block_n : sm80::kTileN;
     i.stages = wgmma ? cfg.stages : sm80::kPipelineStages;
@@ -157,15 +146,15 @@ struct GpuKernel final : Kernel {
     p.ldc = layout.ldc, p.ldd = layout.ldd;
     p.cd_col_major = desc.cd_order == Order::col_major;
     p.alpha = alpha, p.beta = beta;
-    p.activation = static_cast<int>(desc.activation);
+    p.activation = static_cast<ActivationCode>(desc.activation);
     p.meta_lanes = st.meta_lanes;
     p.meta_groups = st.meta_groups;
     p.batch_a_bytes = desc.a_per_batch ? st.batch_values : 0;
     p.batch_meta_words = desc.a_per_batch ? st.batch_meta_words : 0;
     p.batch_b_bytes = batch_b_bytes;
     p.batch_c = layout.stride_c, p.batch_d = layout.stride_d;
-    p.out_type = out_type(desc.d_type);
-    p.c_type = out_type(desc.c_type);
+    p.d_type = gemm::cd_type(desc.d_type);
+    p.c_type = gemm::cd_type(desc.c_type);
     p.m_pad = static_cast<int>(st.m_pad);
     p.batch = static_cast<int>(desc.batch);
     p.batch0 = 0;
@@ -173,7 +162,7 @@ struct GpuKernel final : Kernel {
     p.group_m = cfg.group_m;
     p.partial = cfg.splits > 1 ? static_cast<uint8_t*>(workspace) + repacked_b_bytes() : nullptr;
     if (wgmma)
-      sm90::launch(*wgmma, fast_fp8(), cfg.block_n, st.a_maps(p), b_map_for(p), p, s);
+      sm90::launch(*wgmma, st.a_maps(p), b_map_for(p), p, s);
     else
       sm80::launch(*instr, p, s);
     check(cudaGetLastError(), "launch of the sparse GEMM kernel");
@@ -196,9 +185,7 @@ struct GpuBackend final : Backend {
   int gpu_ordinal() const override { return ordinal; }
 
   // The sm90 kernel runs on sm_90 from an sm_90a image (its wgmma and setmaxnreg exist only there).
-  const sm90::Kernel* sm90_for(ElemType a, ElemType b) const {
-    return compute_capability() == 90 && image.sm90a ? sm90::find(a, b) : nullptr;
-  }
+  bool sm90_runs(ElemType a, ElemType b) const { return compute_capability() == 90 && image.sm90a && sm90::covers(a, b); }
 
   bool runs(const TypeCombo& t, std::string* why) const override {
     const auto no = [&](const std::string& w) {
@@ -206,7 +193,7 @@ struct GpuBackend final : Backend {
       return false;
     };
     if (!sm80::find(t.a, t.b)) return no("no sparse instruction for A " + str(t.a) + " with B " + str(t.b));
-    if (is_fp8(t.a) && !sm90_for(t.a, t.b)) {
+    if (is_fp8(t.a) && !sm90_runs(t.a, t.b)) {
       // The mma.sp fp8 forms need sm_89, in the hardware and in the loaded machine code.
       if (compute_capability() < 89) return no("fp8 mma.sp needs sm_89 or later");
       if (image.arch < 890)
@@ -220,12 +207,12 @@ struct GpuBackend final : Backend {
   // a type pair it covers), the sm80 kernel otherwise or when pinned; the sm90 kernel's tiles,
   // split K and rasterization from sm90/heuristics.cu.
   void choose_kernel(GpuKernel& k, const PlanOptions& pins) const {
-    const sm90::Kernel* w = sm90_for(k.desc.a_type, k.desc.b_type);
+    const ElemType a = k.desc.a_type, b = k.desc.b_type;
     if (compute_capability() != 90) k.sm80_why = "not an sm_90 GPU";
     else if (!image.sm90a) k.sm80_why = "the loaded machine code is not sm_90a";
-    else if (!sm90::find(k.desc.a_type, k.desc.b_type)) k.sm80_why = "no wgmma.sp form for these types";
+    else if (!sm90::covers(a, b)) k.sm80_why = "no wgmma.sp form for these types";
     else if (pins.kernel == KernelFamily::sm80) k.sm80_why = "PlanOptions.kernel = sm80";
-    if (pins.kernel == KernelFamily::sm90 && !w)
+    if (pins.kernel == KernelFamily::sm90 && !sm90_runs(a, b))
       fail(Status::not_supported, "PlanOptions.kernel = sm90: the sm90 kernel cannot run this plan (" + k.sm80_why + ")");
     if (!k.sm80_why.empty()) {
       if (pins.tile_n || pins.splits || pins.group_m)
@@ -234,18 +221,21 @@ struct GpuBackend final : Backend {
                                     ") and which has no split K");
       return;
     }
-    k.wgmma = w;
-    k.cfg = sm90::choose(*w, k.desc, isa::variant_or_throw(w->variant).k, prop.multiProcessorCount, pins);
+    const bool promoted = gemm_promotes(a) && !k.desc.fast_accumulation;
+    k.cfg = sm90::choose(k.desc, promoted, k.instr->inst_k, prop.multiProcessorCount, pins);
+    k.wgmma = sm90::find(a, b, k.cfg.block_n, promoted);
+    if (!k.wgmma)
+      fail(Status::internal, "GPU: no sm90 instantiation for A " + str(a) + ", B " + str(b) + " at tile width " +
+                                 std::to_string(k.cfg.block_n) + (promoted ? " (promoted)" : ""));
   }
 
   std::unique_ptr<Kernel> plan(const MatmulDesc& desc, const PlanOptions& pins) override {
     cuda::DeviceGuard guard(ordinal);
-    const sm80::Instr* in = sm80::find(desc.a_type, desc.b_type);
+    const sm80::Entry* in = sm80::find(desc.a_type, desc.b_type);
     if (!in) fail(Status::not_supported, "GPU: no sparse kernel for A " + str(desc.a_type) + " with B " + str(desc.b_type));
-    const isa::Variant& v = isa::variant_or_throw(in->variant);
-    if (desc.k % v.k != 0)
+    if (desc.k % in->inst_k != 0)
       fail(Status::invalid_argument, "MatmulDesc.k = " + std::to_string(desc.k) + " must be a multiple of " +
-                                         std::to_string(v.k) + " for A " + str(desc.a_type));
+                                         std::to_string(in->inst_k) + " for A " + str(desc.a_type));
     // Size limits of the kernels (docs/api.md, "Size limits").
     if (padded_rows(desc.m) > INT_MAX)
       fail(Status::not_supported, "GPU: MatmulDesc.m = " + std::to_string(desc.m) + " exceeds 2^31 - 128 (rows of A are "

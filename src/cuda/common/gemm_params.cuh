@@ -6,10 +6,22 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <type_traits>
 
+#include "common/device_layout.hpp"
 #include "spmma/detail/epilogue.hpp"
+#include "spmma/types.hpp"
 
 namespace spmma::gemm {
+
+// The C/D types the kernels read and write, numbered densely so that the epilogue's switches
+// compile to jump tables (ElemType's values are sparse: 0, 1, 3, 12, 16).
+enum class CdType : uint8_t { f32, bf16, f16, s32, s8 };
+// The C/D type of an API type (validation admits only these five as C and D).
+constexpr CdType cd_type(ElemType t) {
+  return t == ElemType::f32 ? CdType::f32 : t == ElemType::bf16 ? CdType::bf16 : t == ElemType::f16 ? CdType::f16
+       : t == ElemType::s32 ? CdType::s32 : CdType::s8;
+}
 
 struct Params {
   const uint8_t* a;        // packed A values: m_pad rows x a_row_bytes, row-major
@@ -21,15 +33,15 @@ struct Params {
   int m, n, k;             // dense sizes
   int64_t a_row_bytes, ldb_bytes;
   int64_t ldc, ldd;        // elements
-  int cd_col_major;
+  bool cd_col_major;
   float alpha, beta;
-  int activation;          // detail::ActivationCode
+  detail::ActivationCode activation;
   int meta_lanes;          // P = 8 · lanes per quad
   int64_t meta_groups;     // groups per 16-row block
   // batch strides (0: shared)
   int64_t batch_a_bytes, batch_meta_words, batch_b_bytes, batch_c, batch_d;
-  int out_type;            // OutType below: D's type
-  int c_type;              // OutType of C (C and D may differ, e.g. C s32 and D s8)
+  CdType d_type;
+  CdType c_type;           // C and D may differ, e.g. C s32 and D s8
   int m_pad, batch;        // rows of A as stored (a multiple of kRowPad) and the batch count
   int batch0;              // first batch entry of this launch (grids hold at most 65535 entries)
   // Split K (sm90 kernel): splits > 1 writes raw 32-bit accumulators to `partial`
@@ -39,36 +51,35 @@ struct Params {
   int group_m;             // sm90 rasterization: M tiles per group (0: the kernel's default)
 };
 
-// Rows of A as stored on the device are padded to a multiple of this (the largest CTA M tile).
-constexpr int kRowPad = 128;
-// Fragment-ready metadata group G of the device layout: k-steps per lane record.
-constexpr int kMetaGroup = 2;
-
 // The 32-bit shared-memory address of a generic pointer, as PTX shared-space operands take it.
 __device__ __forceinline__ uint32_t smem_u32(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
 
-enum OutType : int { kOutF32 = 0, kOutBf16 = 1, kOutF16 = 2, kOutS32 = 3, kOutS8 = 4 };
+// An accumulator's value from its raw 32-bit word: f32, or s32 (wrapping sums held as uint32_t).
+template <class Acc>
+__device__ __forceinline__ double acc_value(uint32_t w) {
+  if constexpr (std::is_same_v<Acc, float>) return __uint_as_float(w);
+  else return static_cast<int32_t>(w);
+}
+__device__ __forceinline__ double acc_value(float x) { return x; }
+__device__ __forceinline__ double acc_value(uint32_t x) { return static_cast<int32_t>(x); }
 
-// Batch entries one launch covers: a grid's y and z extents are at most 65535.
-constexpr int kMaxGridBatch = 65535;
-
-__device__ __forceinline__ double load_c(int c_type, const void* c, int64_t idx) {
+__device__ __forceinline__ double load_c(CdType c_type, const void* c, int64_t idx) {
   switch (c_type) {
-    case kOutF32: return static_cast<const float*>(c)[idx];
-    case kOutBf16: return __bfloat162float(static_cast<const __nv_bfloat16*>(c)[idx]);
-    case kOutF16: return __half2float(static_cast<const __half*>(c)[idx]);
-    case kOutS32: return static_cast<const int32_t*>(c)[idx];
-    default: return static_cast<const int8_t*>(c)[idx];
+    case CdType::f32: return static_cast<const float*>(c)[idx];
+    case CdType::bf16: return __bfloat162float(static_cast<const __nv_bfloat16*>(c)[idx]);
+    case CdType::f16: return __half2float(static_cast<const __half*>(c)[idx]);
+    case CdType::s32: return static_cast<const int32_t*>(c)[idx];
+    default: return static_cast<const int8_t*>(c)[idx];  // s8
   }
 }
 
-__device__ __forceinline__ void store_d(int out_type, void* d, int64_t idx, double v) {
-  switch (out_type) {
-    case kOutF32: static_cast<float*>(d)[idx] = static_cast<float>(v); break;
-    case kOutBf16: static_cast<__nv_bfloat16*>(d)[idx] = __double2bfloat16(v); break;
-    case kOutF16: static_cast<__half*>(d)[idx] = __double2half(v); break;
-    case kOutS32: static_cast<int32_t*>(d)[idx] = detail::to_integer_output(v, INT32_MIN, INT32_MAX); break;
-    default: static_cast<int8_t*>(d)[idx] = static_cast<int8_t>(detail::to_integer_output(v, -128, 127)); break;
+__device__ __forceinline__ void store_d(CdType d_type, void* d, int64_t idx, double v) {
+  switch (d_type) {
+    case CdType::f32: static_cast<float*>(d)[idx] = static_cast<float>(v); break;
+    case CdType::bf16: static_cast<__nv_bfloat16*>(d)[idx] = __double2bfloat16(v); break;
+    case CdType::f16: static_cast<__half*>(d)[idx] = __double2half(v); break;
+    case CdType::s32: static_cast<int32_t*>(d)[idx] = detail::to_integer_output(v, INT32_MIN, INT32_MAX); break;
+    default: static_cast<int8_t*>(d)[idx] = static_cast<int8_t>(detail::to_integer_output(v, -128, 127)); break;  // s8
   }
 }
 
@@ -79,15 +90,16 @@ __device__ __forceinline__ void epilogue_store(const Params& p, int batch, int r
   const int64_t didx = batch * p.batch_d + (p.cd_col_major ? static_cast<int64_t>(col) * p.ldd + row
                                                            : static_cast<int64_t>(row) * p.ldd + col);
   const double c = p.beta != 0.f ? load_c(p.c_type, p.c, cidx) : 0.0;
-  store_d(p.out_type, p.d, didx,
+  store_d(p.d_type, p.d, didx,
           detail::epilogue_value(acc, p.alpha, p.beta, c, p.bias != nullptr, p.bias ? p.bias[row] : 0.0, p.activation));
 }
 
 // Whether the row-major vector path applies: D row-major without C, a float output type, rows
 // and batch entries 16-byte aligned.
 __device__ __forceinline__ bool vector_rows_ok(const Params& p) {
-  const int eb = p.out_type == kOutF32 ? 4 : 2;
-  return !p.cd_col_major && p.beta == 0.f && (p.out_type == kOutF32 || p.out_type == kOutBf16 || p.out_type == kOutF16) &&
+  const int eb = p.d_type == CdType::f32 ? 4 : 2;
+  return !p.cd_col_major && p.beta == 0.f &&
+         (p.d_type == CdType::f32 || p.d_type == CdType::bf16 || p.d_type == CdType::f16) &&
          reinterpret_cast<uintptr_t>(p.d) % 16 == 0 && (p.ldd * eb) % 16 == 0 && (p.batch_d * eb) % 16 == 0;
 }
 
@@ -103,7 +115,7 @@ __device__ __forceinline__ void store_row8(const Params& p, int batch, int row, 
 #pragma unroll
   for (int j = 0; j < 8; ++j) y[j] = detail::epilogue_value(acc[j], p.alpha, 0.0, 0.0, p.bias != nullptr, bias, p.activation);
   const int64_t idx = batch * p.batch_d + static_cast<int64_t>(row) * p.ldd + col;
-  if (p.out_type == kOutF32) {
+  if (p.d_type == CdType::f32) {
     float4* d = reinterpret_cast<float4*>(static_cast<float*>(p.d) + idx);
     d[0] = make_float4(static_cast<float>(y[0]), static_cast<float>(y[1]), static_cast<float>(y[2]), static_cast<float>(y[3]));
     d[1] = make_float4(static_cast<float>(y[4]), static_cast<float>(y[5]), static_cast<float>(y[6]), static_cast<float>(y[7]));
@@ -113,7 +125,7 @@ __device__ __forceinline__ void store_row8(const Params& p, int batch, int row, 
   uint32_t* w = reinterpret_cast<uint32_t*>(&packed);
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
-    if (p.out_type == kOutBf16) {
+    if (p.d_type == CdType::bf16) {
       const __nv_bfloat162 h = __halves2bfloat162(__double2bfloat16(y[2 * j]), __double2bfloat16(y[2 * j + 1]));
       w[j] = reinterpret_cast<const uint32_t&>(h);
     } else {

@@ -5,7 +5,7 @@
 // the D registers back the same way. wgmma probes also copy a shared-memory image of A (when
 // A comes by descriptor) and of B, laid out by the host, and build the descriptors from the
 // byte offsets given here. The kernels themselves are generated from the registry
-// (tools/gen_probes.cpp -> probes_generated.cu): no instruction text is written by hand.
+// (codegen/gen_spmma.cpp -> build/generated/probes_*.cu): no instruction text is written by hand.
 #pragma once
 #include <cstdint>
 

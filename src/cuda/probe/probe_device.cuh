@@ -3,6 +3,8 @@
 #include <cstdint>
 
 #include "probe/probe.cuh"
+#include "ptx/fence.cuh"
+#include "ptx/wgmma.cuh"
 
 namespace spmma::probe {
 
@@ -28,7 +30,7 @@ __device__ inline void copy_smem_images(const ProbeArgs& p, int trial, uint8_t* 
   uint32_t* sb = reinterpret_cast<uint32_t*>(smem + p.smem_a_bytes_padded());
   for (uint32_t i = threadIdx.x; i < p.smem_a_bytes / 4; i += blockDim.x) sa[i] = a[i];
   for (uint32_t i = threadIdx.x; i < p.smem_b_bytes / 4; i += blockDim.x) sb[i] = b[i];
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  ptx::fence_proxy_async_smem();
   __syncthreads();
 }
 

@@ -1,8 +1,8 @@
-// Host side of the sm80 (mma.sp::ordered_metadata) sparse GEMM: which instruction serves a type
-// pair, and the launch.
+// Host side of the sm80 (mma.sp::ordered_metadata) sparse GEMM: its instantiations and the launch.
 #pragma once
 #include <cuda_runtime.h>
 
+#include <span>
 #include <string>
 
 #include "common/gemm_params.cuh"
@@ -10,14 +10,25 @@
 
 namespace spmma::sm80 {
 
-struct Instr {
-  ElemType a, b;
-  const char* variant;  // the registry id of the instruction
-  void (*launch)(const gemm::Params&, cudaStream_t, int batch_count);
-};
+using LaunchFn = void (*)(const gemm::Params& p, cudaStream_t s, int batch_count);
 
-// The instruction for A/B types, or null.
-const Instr* find(ElemType a, ElemType b);
+// The kernel for a type pair: its mma.sp::ordered_metadata form and launch. The table
+// (entries()) is generated from the pair table and the registry (codegen/gen_spmma.cpp writes
+// build/generated/gemm_sm80.cu).
+struct Entry {
+  ElemType a, b;
+  const char* instruction;  // the registry id of its mma.sp::ordered_metadata form
+  int inst_k;               // that form's K
+  LaunchFn launch;          // launch_tile<a, b>
+};
+std::span<const Entry> entries();
+
+// One grid for batch entries p.batch0 .. p.batch0 + batch_count - 1 (sm80/launch_tile.cuh).
+template <ElemType A, ElemType B>
+void launch_tile(const gemm::Params& p, cudaStream_t s, int batch_count);
+
+// The entry for A/B types, or null.
+const Entry* find(ElemType a, ElemType b);
 
 // The kernel's one configuration (spgemm_sm80.cuh), for PlanInfo.
 extern const int kTileM, kTileN, kPipelineStages;
@@ -28,7 +39,7 @@ std::string describe_tile();
 // CTAs of one launch: M tiles x N tiles (a 1-D grid), at most 2^31 - 1.
 int64_t ctas(int64_t m_pad, int64_t n);
 
-// Launches instruction `in` on stream s for every batch entry of p (one launch per 65535 entries).
-void launch(const Instr& in, const gemm::Params& p, cudaStream_t s);
+// Launches e on stream s for every batch entry of p (one launch per 65535 entries).
+void launch(const Entry& e, const gemm::Params& p, cudaStream_t s);
 
 }  // namespace spmma::sm80

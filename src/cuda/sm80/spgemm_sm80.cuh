@@ -3,7 +3,8 @@
 //
 // Every instruction used here reads 32 bytes of packed A per row and 64 bytes of B per column
 // (bf16/f16 m16n8k32, fp8/int8 m16n8k64, tf32 m16n8k16, int4 m16n8k128), so one kernel, written
-// in bytes, serves every type: the type only picks the instruction (Traits::mma).
+// in bytes, serves every type: the type pair only picks the instruction (Form<A, B>, generated
+// from the ISA registry).
 //
 // Pipeline (per CTA, kStages deep, cp.async):  load A values + metadata + B of stage s+S-1
 //   -> wait for stage s -> per instruction step: ldmatrix A, B; read metadata; mma.sp -> epilogue.
@@ -11,7 +12,8 @@
 #include <cstdint>
 
 #include "common/gemm_params.cuh"
-#include "ptx_mma_sp.cuh"
+#include "gemm_forms_sm80.cuh"
+#include "ptx/cp_async.cuh"
 
 namespace spmma::sm80 {
 
@@ -53,9 +55,8 @@ using CtaTile = Tile<128, 2>;  // 128 x 128, warp tile 64 x 32
 
 // ---------------------------------------------------------------- small device helpers
 
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+using ptx::cp_async_commit;
+using ptx::cp_async_wait;
 
 // Bank-conflict-free placement of 16-byte chunk `c` of smem row `r`: ldmatrix reads one chunk
 // column of 8 consecutive rows, so the chunk index is XORed with a row-derived value.
@@ -64,8 +65,10 @@ __device__ __forceinline__ int b_chunk(int r, int c) { return c ^ (r & 7); }    
 
 // ---------------------------------------------------------------- the kernel
 
-template <class Traits, class T>
-__global__ void __launch_bounds__(kThreads, T::kMinBlocks) spgemm_kernel(Params p) {
+template <ElemType A, ElemType B>
+__global__ void __launch_bounds__(kThreads, CtaTile::kMinBlocks) spgemm_kernel(Params p) {
+  using Traits = Form<A, B>;
+  using T = CtaTile;
   constexpr int kBlockN = T::kBlockN, kWarpN = T::kWarpN, kNTiles = T::kNTiles, kBStageBytes = T::kBStageBytes;
   extern __shared__ __align__(128) uint8_t smem[];
   uint8_t* sA = smem;
@@ -130,18 +133,15 @@ __global__ void __launch_bounds__(kThreads, T::kMinBlocks) spgemm_kernel(Params 
 #pragma unroll
     for (int i = 0; i < kAChunks; ++i) {
       const bool ok = a_off + a_col[i] < p.a_row_bytes;  // rows are padded to kBlockM: no row check
-      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(sA_u32 + slot * kAStageBytes + a_dst_s[i]),
-                   "l"(ok ? a_src_g[i] + a_off : a_src_g[i]), "r"(ok ? 16 : 0));
+      ptx::cp_async_16(sA_u32 + slot * kAStageBytes + a_dst_s[i], ok ? a_src_g[i] + a_off : a_src_g[i], ok ? 16 : 0);
     }
 #pragma unroll
     for (int i = 0; i < kBChunks; ++i) {
       const bool ok = b_in[i] && b_off + b_col[i] < b_k_bytes;
-      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(sB_u32 + slot * kBStageBytes + b_dst_s[i]),
-                   "l"(ok ? b_src_g[i] + b_off : b_src_g[i]), "r"(ok ? 16 : 0));
+      ptx::cp_async_16(sB_u32 + slot * kBStageBytes + b_dst_s[i], ok ? b_src_g[i] + b_off : b_src_g[i], ok ? 16 : 0);
     }
     if (meta_copier)
-      asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(sMeta_u32 + (slot * meta_stage_words + tid * kMetaGroup) * 4),
-                   "l"(meta_src_g + s * meta_stage_stride));
+      ptx::cp_async_8(sMeta_u32 + (slot * meta_stage_words + tid * kMetaGroup) * 4, meta_src_g + s * meta_stage_stride);
   };
 
   typename Traits::Acc acc[kMTiles][kNTiles][4];
@@ -191,15 +191,11 @@ __global__ void __launch_bounds__(kThreads, T::kMinBlocks) spgemm_kernel(Params 
       uint32_t bf[kNTiles][4];
 #pragma unroll
       for (int nt = 0; nt < kNTiles; ++nt)
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                     : "=r"(bf[nt][0]), "=r"(bf[nt][1]), "=r"(bf[nt][2]), "=r"(bf[nt][3])
-                     : "r"(b_stage + b_ld[j] + nt * 8 * kBRowBytes));
+        ptx::ldmatrix_x4(bf[nt], b_stage + b_ld[j] + nt * 8 * kBRowBytes);
       uint32_t af[kMTiles][4], e[kMTiles];
 #pragma unroll
       for (int mt = 0; mt < kMTiles; ++mt) {
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                     : "=r"(af[mt][0]), "=r"(af[mt][1]), "=r"(af[mt][2]), "=r"(af[mt][3])
-                     : "r"(a_stage + a_ld[j] + mt * 16 * kARowBytes));
+        ptx::ldmatrix_x4(af[mt], a_stage + a_ld[j] + mt * 16 * kARowBytes);
         e[mt] = meta_lane ? m_src[mt * meta_mt_stride + j] : 0u;
       }
 #pragma unroll
@@ -219,33 +215,8 @@ __global__ void __launch_bounds__(kThreads, T::kMinBlocks) spgemm_kernel(Params 
       for (int q = 0; q < 4; ++q) {
         const int row = block_m + warp_m * kWarpM + mt * 16 + g + 8 * (q / 2);
         const int col = block_n + warp_n * kWarpN + nt * 8 + 2 * t + q % 2;
-        if (row < p.m && col < p.n) gemm::epilogue_store(p, batch, row, col, Traits::to_double(acc[mt][nt][q]));
+        if (row < p.m && col < p.n) gemm::epilogue_store(p, batch, row, col, gemm::acc_value(acc[mt][nt][q]));
       }
 }
-
-// ---------------------------------------------------------------- instruction traits
-
-#define SPMMA_SM80_FLOAT_TRAITS(NAME, K, BBITS, WRAPPER)                                              \
-  struct NAME {                                                                                       \
-    using Acc = float;                                                                                \
-    static constexpr int kInstK = K;                                                                  \
-    static constexpr int kBBits = BBITS;                                                              \
-    __device__ __forceinline__ static void mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[4], \
-                                               uint32_t e) {                                          \
-      ::spmma::ptx::WRAPPER<0>(d, a, b, d, e);                                                        \
-    }                                                                                                 \
-    __device__ __forceinline__ static double to_double(float x) { return x; }                           \
-  };
-#define SPMMA_SM80_INT_TRAITS(NAME, K, BBITS, WRAPPER)                                                \
-  struct NAME {                                                                                       \
-    using Acc = uint32_t;                                                                             \
-    static constexpr int kInstK = K;                                                                  \
-    static constexpr int kBBits = BBITS;                                                              \
-    __device__ __forceinline__ static void mma(uint32_t (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[4], \
-                                               uint32_t e) {                                          \
-      ::spmma::ptx::WRAPPER<0>(d, a, b, d, e);                                                        \
-    }                                                                                                 \
-    __device__ __forceinline__ static double to_double(uint32_t x) { return static_cast<int32_t>(x); } \
-  };
 
 }  // namespace spmma::sm80

@@ -3,9 +3,10 @@
 #include "sm90/heuristics.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <string>
 
-#include "sm90/spgemm_sm90.cuh"
+#include "sm90/launch_sm90.hpp"
 #include "spmma/error.hpp"
 
 namespace spmma::sm90 {
@@ -27,37 +28,36 @@ int64_t per_split(int64_t stages, int64_t want) { return ((stages + want - 1) / 
 
 }  // namespace
 
-int stages_of(int block_n) {
-  switch (block_n) {
-    case 64: return Tile<64>::kStages;
-    case 128: return Tile<128>::kStages;
-    case 192: return Tile<192>::kStages;
-    default: return Tile<256>::kStages;
-  }
-}
-
-Config choose(const Kernel& k, const MatmulDesc& d, int inst_k, int sm_count, const PlanOptions& pins) {
+Config choose(const MatmulDesc& d, bool promoted, int inst_k, int sm_count, const PlanOptions& pins) {
   Config c;
   c.block_m = kBlockM;
-  // Tile width: the narrowest that covers N, up to 256. Promoted fp8 keeps two accumulator sets
-  // (the stage's and the running sum), so its widest tile is 192.
-  const bool promoted = k.launch_fast && !d.fast_accumulation;
-  const int widest = promoted ? 192 : 256;
+  // Tile width: the narrowest built width that covers N, else the widest (tiles.hpp).
+  std::string built;
+  int widest = 0;
+  for (const TileWidth& t : kTileWidths)
+    if (promoted ? t.promoted : t.plain) {
+      built += (built.empty() ? "" : ", ") + std::to_string(t.n);
+      widest = std::max(widest, t.n);
+    }
   if (pins.tile_n) {
-    if (pins.tile_n != 64 && pins.tile_n != 128 && pins.tile_n != 192 && pins.tile_n != 256)
-      fail(Status::invalid_argument,
-           "PlanOptions.tile_n = " + std::to_string(pins.tile_n) + ": the sm90 kernel has tiles 64, 128, 192 and 256");
-    if (pins.tile_n > 128 && pins.tile_n != widest)
+    const auto row = std::find_if(std::begin(kTileWidths), std::end(kTileWidths),
+                                  [&](const TileWidth& t) { return t.n == pins.tile_n; });
+    if (row == std::end(kTileWidths))
+      fail(Status::invalid_argument, "PlanOptions.tile_n = " + std::to_string(pins.tile_n) +
+                                         ": the sm90 kernel has tiles 64, 128, 192 and 256");
+    if (!(promoted ? row->promoted : row->plain))
       fail(Status::not_supported,
            "PlanOptions.tile_n = " + std::to_string(pins.tile_n) + ": " +
-               (promoted ? "fp8 with promoted sums holds two accumulator sets, its widest tile is 192 "
-                           "(MatmulDesc::fast_accumulation allows 256)"
-                         : "192 is the promoted fp8 tile; this plan's widest is 256"));
+               (promoted ? "fp8 with promoted sums holds two accumulator sets; its tiles are " + built +
+                               " (MatmulDesc::fast_accumulation allows 256)"
+                         : "this plan's tiles are " + built + " (192 is the promoted fp8 tile)"));
     c.block_n = pins.tile_n;
   } else {
-    c.block_n = d.n <= 64 ? 64 : d.n <= 128 ? 128 : widest;
+    c.block_n = widest;
+    for (const TileWidth& t : kTileWidths)
+      if ((promoted ? t.promoted : t.plain) && t.n >= d.n && t.n < c.block_n) c.block_n = t.n;
   }
-  c.stages = stages_of(c.block_n);
+  c.stages = stages_for(c.block_n);
 
   const int64_t stages = stages_for(d, inst_k);
   const int64_t tiles = ctas(gemm::kRowPad * ((d.m + gemm::kRowPad - 1) / gemm::kRowPad), d.n, c.block_n) * d.batch;

@@ -4,7 +4,7 @@
 #pragma once
 #include <string>
 
-#include "sm90/launch_sm90.hpp"
+#include "sm90/tiles.hpp"
 #include "spmma/matmul.hpp"
 
 namespace spmma::sm90 {
@@ -12,18 +12,15 @@ namespace spmma::sm90 {
 struct Config {
   int block_m = 0;           // CTA tile M (the kernel's kBlockM: two math warpgroups of 64 rows)
   int block_n = 0;           // CTA tile N
-  int stages = 0;            // TMA pipeline stages: as many as fit the shared memory, at most 8
+  int stages = 0;            // TMA pipeline stages: stages_for(block_n) (tiles.hpp)
   int splits = 1;            // split K (1: none)
   int stages_per_split = 0;  // stages of 2 K steps per split (splits > 1)
   int group_m = 0;           // M tiles per rasterization group
 };
 
-// The pipeline depth of a tile width (compile-time in the kernel: Tile<BlockN>::kStages).
-int stages_of(int block_n);
-
-// The configuration for desc on kernel k (its instruction's K is inst_k) on a GPU with sm_count
-// SMs. Throws invalid_argument for a pinned value no kernel has, not_supported for one this
-// problem cannot take (naming what it can).
-Config choose(const Kernel& k, const MatmulDesc& desc, int inst_k, int sm_count, const PlanOptions& pins);
+// The configuration for desc (fp8 sums promoted or not; the instruction's K is inst_k) on a GPU
+// with sm_count SMs. Throws invalid_argument for a pinned value no kernel has, not_supported for
+// one this problem cannot take (naming what it can).
+Config choose(const MatmulDesc& desc, bool promoted, int inst_k, int sm_count, const PlanOptions& pins);
 
 }  // namespace spmma::sm90

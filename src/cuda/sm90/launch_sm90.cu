@@ -1,4 +1,4 @@
-// Host side of the sm90 sparse GEMM: kernel table, tile choice, TMA tensor maps and the launch.
+// Host side of the sm90 sparse GEMM: table lookups, TMA tensor maps and the launch.
 #include "sm90/launch_sm90.hpp"
 
 #include <cudaTypedefs.h>
@@ -6,48 +6,12 @@
 #include <algorithm>
 
 #include "device_buffer.cuh"
-#include "sm90/heuristics.hpp"
-#include "sm90/spgemm_sm90.cuh"
+#include "spmma/detail/gemm_pairs.hpp"
 #include "spmma/error.hpp"
 
 namespace spmma::sm90 {
 
-// Defined in kernels_*.cu (one translation unit per type family, compiled in parallel).
-void launch_bf16(int, const Maps&, const gemm::Params&, cudaStream_t);
-void launch_f16(int, const Maps&, const gemm::Params&, cudaStream_t);
-void launch_tf32(int, const Maps&, const gemm::Params&, cudaStream_t);
-void launch_e4m3_e4m3(int, const Maps&, const gemm::Params&, cudaStream_t);
-void launch_e4m3_e5m2(int, const Maps&, const gemm::Params&, cudaStream_t);
-void launch_e5m2_e4m3(int, const Maps&, const gemm::Params&, cudaStream_t);
-void launch_e5m2_e5m2(int, const Maps&, const gemm::Params&, cudaStream_t);
-void launch_e4m3_e4m3_fast(int, const Maps&, const gemm::Params&, cudaStream_t);
-void launch_e4m3_e5m2_fast(int, const Maps&, const gemm::Params&, cudaStream_t);
-void launch_e5m2_e4m3_fast(int, const Maps&, const gemm::Params&, cudaStream_t);
-void launch_e5m2_e5m2_fast(int, const Maps&, const gemm::Params&, cudaStream_t);
-void launch_s8_s8(int, const Maps&, const gemm::Params&, cudaStream_t);
-void launch_s8_u8(int, const Maps&, const gemm::Params&, cudaStream_t);
-void launch_u8_s8(int, const Maps&, const gemm::Params&, cudaStream_t);
-void launch_u8_u8(int, const Maps&, const gemm::Params&, cudaStream_t);
-
 namespace {
-
-const Kernel kKernels[] = {
-    {ElemType::bf16, ElemType::bf16, "wgmma.mma_async.sp.sync.aligned.m64n128k32.f32.bf16.bf16:ss", &launch_bf16},
-    {ElemType::f16, ElemType::f16, "wgmma.mma_async.sp.sync.aligned.m64n128k32.f32.f16.f16:ss", &launch_f16},
-    {ElemType::tf32, ElemType::tf32, "wgmma.mma_async.sp.sync.aligned.m64n128k16.f32.tf32.tf32:ss", &launch_tf32},
-    {ElemType::e4m3, ElemType::e4m3, "wgmma.mma_async.sp.sync.aligned.m64n128k64.f32.e4m3.e4m3:ss", &launch_e4m3_e4m3,
-     &launch_e4m3_e4m3_fast},
-    {ElemType::e4m3, ElemType::e5m2, "wgmma.mma_async.sp.sync.aligned.m64n128k64.f32.e4m3.e5m2:ss", &launch_e4m3_e5m2,
-     &launch_e4m3_e5m2_fast},
-    {ElemType::e5m2, ElemType::e4m3, "wgmma.mma_async.sp.sync.aligned.m64n128k64.f32.e5m2.e4m3:ss", &launch_e5m2_e4m3,
-     &launch_e5m2_e4m3_fast},
-    {ElemType::e5m2, ElemType::e5m2, "wgmma.mma_async.sp.sync.aligned.m64n128k64.f32.e5m2.e5m2:ss", &launch_e5m2_e5m2,
-     &launch_e5m2_e5m2_fast},
-    {ElemType::s8, ElemType::s8, "wgmma.mma_async.sp.sync.aligned.m64n128k64.s32.s8.s8:ss", &launch_s8_s8},
-    {ElemType::s8, ElemType::u8, "wgmma.mma_async.sp.sync.aligned.m64n128k64.s32.s8.u8:ss", &launch_s8_u8},
-    {ElemType::u8, ElemType::s8, "wgmma.mma_async.sp.sync.aligned.m64n128k64.s32.u8.s8:ss", &launch_u8_s8},
-    {ElemType::u8, ElemType::u8, "wgmma.mma_async.sp.sync.aligned.m64n128k64.s32.u8.u8:ss", &launch_u8_u8},
-};
 
 PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
   static const auto fn = cuda::driver_fn<PFN_cuTensorMapEncodeTiled_v12000>("cuTensorMapEncodeTiled", 12000);
@@ -59,7 +23,8 @@ PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
 // 64- or 128-byte swizzle when box_bytes is 64 or 128 (none otherwise); reads past the row or
 // the rows fill zeros.
 CUtensorMap byte_map(const char* what, const void* base, int64_t row_bytes, int64_t rows, int64_t row_stride,
-                     int64_t batches, int64_t batch_stride, int box_bytes, int box_rows, bool swizzle = true) {
+                     int64_t batches, int64_t batch_stride, Box box_, bool swizzle = true) {
+  const int box_bytes = box_.bytes, box_rows = box_.rows;
   CUtensorMap map{};
   const cuuint64_t dims[3] = {static_cast<cuuint64_t>(row_bytes), static_cast<cuuint64_t>(rows),
                               static_cast<cuuint64_t>(batches)};
@@ -106,22 +71,20 @@ size_t partial_bytes(int splits, int64_t batch, int64_t m_pad, int64_t n) {
   return splits > 1 ? static_cast<size_t>(splits) * batch * m_pad * n * 4 : 0;  // raw 32-bit accumulators
 }
 
-const Kernel* find(ElemType a, ElemType b) {
-  for (const auto& k : kKernels)
-    if (k.a == a && k.b == b) return &k;
+bool covers(ElemType a, ElemType b) {
+  for (const Entry& e : entries())
+    if (e.a == a && e.b == b) return true;
+  return false;
+}
+
+const Entry* find(ElemType a, ElemType b, int block_n, bool promoted) {
+  for (const Entry& e : entries())
+    if (e.a == a && e.b == b && e.block_n == block_n && e.promoted == promoted) return &e;
   return nullptr;
 }
 
-std::string variant_at(const Kernel& k, int block_n) {
-  std::string id = k.variant;
-  const size_t at = id.find("n128k");
-  if (at != std::string::npos) id.replace(at, 5, "n" + std::to_string(block_n) + "k");
-  return id;
-}
-
 std::string describe_tile(int block_n) {
-  const int stages = stages_of(block_n);
-  return "CTA tile " + std::to_string(kBlockM) + "x" + std::to_string(block_n) + ", " + std::to_string(stages) +
+  return "CTA tile " + std::to_string(kBlockM) + "x" + std::to_string(block_n) + ", " + std::to_string(stages_for(block_n)) +
          " TMA stages, 1 producer + " + std::to_string(kConsumers) + " math warpgroups, " +
          std::to_string(kStepsPerStage) + " instructions per stage";
 }
@@ -142,36 +105,34 @@ AMaps encode_a(const gemm::Params& p) {
   AMaps maps;
   const int64_t a_entries = p.batch_a_bytes ? p.batch : 1;
   maps.a = byte_map("A", p.a, p.a_row_bytes, p.m_pad, p.a_row_bytes, a_entries,
-                    p.batch_a_bytes ? p.batch_a_bytes : p.m_pad * p.a_row_bytes, kARowBytes, kBlockM);
+                    p.batch_a_bytes ? p.batch_a_bytes : p.m_pad * p.a_row_bytes, box_a());
   // Metadata: one row per 16-row block (its groups back to back), one box = one group of the
   // CTA's eight blocks.
-  const int64_t group_bytes = static_cast<int64_t>(p.meta_lanes) * gemm::kMetaGroup * 4;
-  const int64_t meta_row = p.meta_groups * group_bytes;
+  const Box meta = box_meta(p.meta_lanes);
+  const int64_t meta_row = p.meta_groups * meta.bytes;
   maps.meta = byte_map("A's metadata", p.meta, meta_row, p.m_pad / 16, meta_row, a_entries,
-                       p.batch_meta_words ? p.batch_meta_words * 4 : p.m_pad / 16 * meta_row, static_cast<int>(group_bytes),
-                       kBlockM / 16, false);
+                       p.batch_meta_words ? p.batch_meta_words * 4 : p.m_pad / 16 * meta_row, meta, false);
   return maps;
 }
 
 CUtensorMap encode_b(const gemm::Params& p, int block_n, int b_bits) {
   const int64_t k_bytes = static_cast<int64_t>(p.k) * b_bits / 8;
   const int64_t b_batch_stride = p.batch > 1 ? p.batch_b_bytes : (p.n * p.ldb_bytes + 15) / 16 * 16;
-  return byte_map("B", p.b, k_bytes, p.n, p.ldb_bytes, p.batch, b_batch_stride, kBRowBytes, block_n);
+  return byte_map("B", p.b, k_bytes, p.n, p.ldb_bytes, p.batch, b_batch_stride, box_b(block_n));
 }
 
-void launch(const Kernel& k, bool fast, int block_n, const AMaps& a, const CUtensorMap& b, const gemm::Params& p,
-            cudaStream_t s) {
+void launch(const Entry& e, const AMaps& a, const CUtensorMap& b, const gemm::Params& p, cudaStream_t s) {
   const Maps maps{a.a, b, a.meta};
   for (int b0 = 0; b0 < p.batch; b0 += gemm::kMaxGridBatch) {
     gemm::Params q = p;
     q.batch0 = b0;
-    (fast && k.launch_fast ? k.launch_fast : k.launch)(block_n, maps, q, s);
+    e.launch(maps, q, s);
   }
   if (p.splits > 1) {
     cuda::check(cudaGetLastError(), "launch of the sm90 kernel");
     const int64_t total = static_cast<int64_t>(p.batch) * p.m * p.n;
     const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((total + 255) / 256, 4096));
-    reduce_splits<<<blocks, 256, 0, s>>>(p, !type_info(k.a).is_float);
+    reduce_splits<<<blocks, 256, 0, s>>>(p, detail::gemm_integer(e.a));
   }
 }
 

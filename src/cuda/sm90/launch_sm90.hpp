@@ -1,12 +1,14 @@
-// Host side of the sm90 (wgmma.mma_async.sp) sparse GEMM: which type pairs it covers, the tile
-// width for an N, what TMA needs of the operands, and the launch (tensor maps encoded per call).
+// Host side of the sm90 (wgmma.mma_async.sp) sparse GEMM: its instantiations, what TMA needs of
+// the operands, the tensor maps and the launch.
 #pragma once
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <span>
 #include <string>
 
 #include "common/gemm_params.cuh"
+#include "sm90/tiles.hpp"
 #include "spmma/types.hpp"
 
 namespace spmma::sm90 {
@@ -16,26 +18,36 @@ struct Maps {
   CUtensorMap a, b, meta;
 };
 
-using LaunchFn = void (*)(int block_n, const Maps& maps, const gemm::Params& p, cudaStream_t s);
+using LaunchFn = void (*)(const Maps& maps, const gemm::Params& p, cudaStream_t s);
 
-struct Kernel {
+// One kernel instantiation: a type pair's wgmma.sp form at one tile width, with or without fp8
+// promotion. The table (entries()) is generated from the pair table and the registry
+// (codegen/gen_spmma.cpp writes build/generated/gemm_table.cu).
+struct Entry {
   ElemType a, b;
-  const char* variant;  // the registry id of the wgmma.sp instruction
-  LaunchFn launch;
-  LaunchFn launch_fast = nullptr;  // fp8: MatmulDesc::fast_accumulation (no promotion)
+  int block_n;
+  bool promoted;
+  const char* instruction;  // the registry id of its wgmma.sp form
+  int inst_k;               // that form's K
+  LaunchFn launch;          // launch_tile<a, b, block_n, promoted>
 };
+std::span<const Entry> entries();
 
-// The sm90 kernel for A/B types, or null when there is none (4-bit types: no wgmma on sm_90).
-const Kernel* find(ElemType a, ElemType b);
+// The kernel launch at one instantiation (sm90/launch_tile.cuh): the grid covers batch entries
+// p.batch0 .. min(p.batch, p.batch0 + 65535) - 1 and p.splits parts of K.
+template <ElemType A, ElemType B, int BlockN, bool Promote>
+void launch_tile(const Maps& maps, const gemm::Params& p, cudaStream_t s);
 
-// The registry id of k's instruction at N = block_n (the table names the N = 128 form).
-std::string variant_at(const Kernel& k, int block_n);
+// Whether the sm90 kernel has a form for A/B types (4-bit types: no wgmma on sm_90).
+bool covers(ElemType a, ElemType b);
+// The instantiation for A/B at a tile width and accumulation, or null.
+const Entry* find(ElemType a, ElemType b, int block_n, bool promoted);
 
 // "CTA tile 128x256, 2 stages, ...": the kernel's shape at a tile width, for Plan::describe.
 std::string describe_tile(int block_n);
 
 // CTAs of one launch at tile width block_n: M tiles x N tiles (a 1-D grid), at most 2^31 - 1.
-inline int64_t ctas(int64_t m_pad, int64_t n, int block_n) { return m_pad / 128 * ((n + block_n - 1) / block_n); }
+inline int64_t ctas(int64_t m_pad, int64_t n, int block_n) { return m_pad / kBlockM * ((n + block_n - 1) / block_n); }
 
 // Why the copy engine (TMA) cannot read a B stored in place with these byte strides (empty when
 // it can): the address of every column must be a multiple of 16 bytes, strides below 2^40.
@@ -53,9 +65,8 @@ struct AMaps {
 AMaps encode_a(const gemm::Params& p);
 CUtensorMap encode_b(const gemm::Params& p, int block_n, int b_bits);
 
-// Launches k on stream s with those maps, for every batch entry of p (one launch per 65535
+// Launches e on stream s with those maps, for every batch entry of p (one launch per 65535
 // entries); with split K, p.partial holds partial_bytes() and a reduce kernel follows.
-void launch(const Kernel& k, bool fast, int block_n, const AMaps& a, const CUtensorMap& b, const gemm::Params& p,
-            cudaStream_t s);
+void launch(const Entry& e, const AMaps& a, const CUtensorMap& b, const gemm::Params& p, cudaStream_t s);
 
 }  // namespace spmma::sm90

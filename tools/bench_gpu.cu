@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/bench_gpu.hpp"
+#include "bench_gpu.hpp"
 #include "device_buffer.cuh"
 #include "spmma/error.hpp"
 #include "spmma/matmul.hpp"

@@ -1,9 +1,19 @@
-// spmma_gen_probes: writes probes_generated.cu, one conformance probe kernel per registry
-// variant that an sm_90a build can run, with the instruction text from the registry.
+// spmma_gen: writes every source the build derives from the ISA registry.
 //
-//   spmma_gen_probes OUT_DIR SHARDS
-// writes OUT_DIR/probes_<i>.cu for i < SHARDS (the kernels, spread so that a parallel build
-// compiles them side by side) and OUT_DIR/probes_table.cu (the table of launchers).
+//   spmma_gen OUT_DIR PROBE_SHARDS GEMM_SHARDS
+// writes into OUT_DIR
+//   ptx_mma_sp.cuh, ptx_mma.cuh, ptx_wgmma_sp.cuh  inline-PTX wrappers, one per registry variant an
+//                                                  sm_90a GPU runs;
+//   probes_<i>.cu (i < PROBE_SHARDS), probes_table.cu  one conformance probe kernel per such
+//                                                  variant, and the table of their launchers;
+//   gemm_forms_sm80.cuh, gemm_forms_sm90.cuh       Form<A, B>: each row of the pair table
+//                                                  (spmma/detail/gemm_pairs.hpp) with its
+//                                                  instruction, found in the registry by fields;
+//   gemm_sm80.cu                                   the sm80 kernel for every pair, and its table;
+//   gemm_sm90_<i>.cu (i < GEMM_SHARDS), gemm_table.cu  the sm90 kernel for every pair it covers at
+//                                                  every built tile width (sm90/tiles.hpp), and
+//                                                  the table of them.
+// Shards spread the kernels so that a parallel build compiles them side by side.
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
@@ -12,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "sm90/tiles.hpp"
+#include "spmma/detail/gemm_pairs.hpp"
 #include "spmma/isa.hpp"
 #include "spmma/ptx.hpp"
 
@@ -129,7 +141,7 @@ void emit_probe(std::ostream& o, const Variant& v, int idx) {
     o << "    const uint64_t desc_a = smem_desc(smem + (p.a_offset ? p.a_offset[t] : 0u), p.lbo_a, p.sbo_a, p.swizzle_a);\n";
     o << "    const uint64_t desc_b = smem_desc(smem + p.smem_a_bytes_padded(), p.lbo_b, p.sbo_b, 0);\n";
     o << "    const uint32_t scale_d = p.scale_d[t];\n";
-    o << "    asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");\n";
+    o << "    ::spmma::ptx::wgmma_fence();\n";
   }
   o << "    const uint32_t e = p.e ? p.e[slot] : 0u;\n";
   if (v.sparse()) {
@@ -143,11 +155,9 @@ void emit_probe(std::ostream& o, const Variant& v, int idx) {
     o << asm_statement(v, 0, "    ");
   }
   if (wg) {
-    o << "    asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");\n";
-    o << "    asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");\n";
-    const RegKind dk = reg_kind(v.fd);
-    for (int r = 0; r < v.fd.regs; ++r)
-      o << "    asm volatile(\"\" : \"+" << dk.letter << "\"(d" << r << ") :: \"memory\");\n";
+    o << "    ::spmma::ptx::wgmma_commit();\n";
+    o << "    ::spmma::ptx::wgmma_wait<0>();\n";
+    for (int r = 0; r < v.fd.regs; ++r) o << "    ::spmma::ptx::fence_operand(d" << r << ");\n";
   }
   o << "    uint64_t* D = p.d + slot * " << v.fd.regs << ";\n";
   const RegKind dk = reg_kind(v.fd);
@@ -263,31 +273,165 @@ bool write_file(const std::string& path, const std::string& text) {
   }
   std::ofstream f(path);
   if (!f) {
-    std::cerr << "spmma_gen_probes: cannot write " << path << "\n";
+    std::cerr << "spmma_gen: cannot write " << path << "\n";
     return false;
   }
   f << text;
   f.close();  // a full disk shows here, not as a truncated source file in the build
   if (!f) {
-    std::cerr << "spmma_gen_probes: write failed: " << path << "\n";
+    std::cerr << "spmma_gen: write failed: " << path << "\n";
     return false;
   }
   return true;
 }
 
+
+// ---------------------------------------------------------------- GEMM kernels
+
+using detail::GemmPair;
+
+std::string elem(ElemType t) { return "ElemType::" + std::string(type_name(t)); }
+std::string pair_args(const GemmPair& p) { return elem(p.a) + ", " + elem(p.b); }
+std::string acc_ctype(const GemmPair& p) { return detail::gemm_integer(p.a) ? "uint32_t" : "float"; }
+int gemm_k(const GemmPair& p) { return detail::kGemmDenseBitsPerStep / memory_bits(p.a); }
+
+const Variant* sm80_form(const GemmPair& p) {
+  return find_form(Family::mma_sp_ordered, 16, 8, gemm_k(p), p.a, p.b, detail::gemm_accumulator(p.a), ASource::registers);
+}
+const Variant* sm90_form(const GemmPair& p, int n) {
+  return find_form(Family::wgmma_sp, 64, n, gemm_k(p), p.a, p.b, detail::gemm_accumulator(p.a), ASource::descriptor);
+}
+
+// One sm90 instantiation: a pair at a tile width, with or without fp8 promotion.
+struct Sm90Inst {
+  GemmPair pair;
+  int n;
+  bool promoted;
+  const Variant* form;
+  std::string targs() const {
+    return pair_args(pair) + ", " + std::to_string(n) + ", " + (promoted ? "true" : "false");
+  }
+};
+
+std::vector<Sm90Inst> sm90_instances() {
+  std::vector<Sm90Inst> out;
+  for (const GemmPair& p : detail::kGemmPairs)
+    for (const sm90::TileWidth& t : sm90::kTileWidths) {
+      const Variant* v = sm90_form(p, t.n);
+      if (!v) continue;
+      if (t.plain) out.push_back({p, t.n, false, v});
+      if (t.promoted && detail::gemm_promotes(p.a)) out.push_back({p, t.n, true, v});
+    }
+  return out;
+}
+
+const char* kGemmHead = "// Generated by spmma_gen (codegen/gen_spmma.cpp) from the pair table and the ISA registry. Do not edit.\n";
+
+std::string gemm_forms_sm80() {
+  std::ostringstream o;
+  o << kGemmHead << "// Form<A, B>: the sm80 kernel's mma.sp::ordered_metadata instruction for each type pair.\n"
+    << "#pragma once\n#include <cstdint>\n\n#include \"ptx_mma_sp.cuh\"\n#include \"spmma/types.hpp\"\n\n"
+    << "namespace spmma::sm80 {\n\ntemplate <ElemType A, ElemType B>\nstruct Form;\n\n";
+  for (const GemmPair& p : detail::kGemmPairs) {
+    const Variant* v = sm80_form(p);
+    o << "// " << v->id << "\ntemplate <>\nstruct Form<" << pair_args(p) << "> {\n"
+      << "  using Acc = " << acc_ctype(p) << ";\n"
+      << "  static constexpr int kInstK = " << v->k << ";\n"
+      << "  static constexpr int kBBits = " << memory_bits(p.b) << ";\n"
+      << "  __device__ __forceinline__ static void mma(Acc (&d)[" << v->fd.regs << "], const uint32_t (&a)[" << v->fa.regs
+      << "], const uint32_t (&b)[" << v->fb.regs << "], uint32_t e) {\n"
+      << "    ::spmma::ptx::" << wrapper_name(*v) << "<0>(d, a, b, d, e);\n  }\n};\n\n";
+  }
+  o << "}  // namespace spmma::sm80\n";
+  return o.str();
+}
+
+std::string gemm_forms_sm90() {
+  std::ostringstream o;
+  o << kGemmHead << "// Form<A, B>: the sm90 kernel's wgmma.mma_async.sp instruction (A and B from shared memory)\n"
+    << "// for each type pair it covers, at each tile width it is built with.\n"
+    << "#pragma once\n#include <cstdint>\n\n#include \"ptx_wgmma_sp.cuh\"\n#include \"spmma/types.hpp\"\n\n"
+    << "namespace spmma::sm90 {\n\ntemplate <ElemType A, ElemType B>\nstruct Form;\n\n";
+  for (const GemmPair& p : detail::kGemmPairs) {
+    std::vector<const Variant*> forms;
+    for (const sm90::TileWidth& t : sm90::kTileWidths)
+      if (const Variant* v = sm90_form(p, t.n)) forms.push_back(v);
+    if (forms.empty()) continue;
+    o << "template <>\nstruct Form<" << pair_args(p) << "> {\n"
+      << "  using Acc = " << acc_ctype(p) << ";\n"
+      << "  static constexpr int kInstK = " << forms[0]->k << ";\n"
+      << "  template <int N>\n"
+      << "  __device__ __forceinline__ static void mma(Acc (&d)[N / 2], uint64_t a, uint64_t b, uint32_t e, bool scale_d) {\n";
+    for (size_t i = 0; i < forms.size(); ++i)
+      o << "    " << (i ? "else if" : "if") << " constexpr (N == " << forms[i]->n << ")  // " << forms[i]->id << "\n"
+        << "      ::spmma::ptx::" << wrapper_name(*forms[i]) << "<0>(d, a, b, e, scale_d);\n";
+    o << "    else\n      static_assert(N < 0, \"no wgmma.sp form at this tile width\");\n  }\n};\n\n";
+  }
+  o << "}  // namespace spmma::sm90\n";
+  return o.str();
+}
+
+std::string gemm_sm80() {
+  std::ostringstream o;
+  o << kGemmHead << "// The sm80 kernel for every type pair, and its table.\n#include \"sm80/launch_tile.cuh\"\n\n"
+    << "namespace spmma::sm80 {\nnamespace {\n\nconst Entry kEntries[] = {\n";
+  for (const GemmPair& p : detail::kGemmPairs) {
+    const Variant* v = sm80_form(p);
+    o << "    {" << pair_args(p) << ", \"" << v->id << "\", " << v->k << ", &launch_tile<" << pair_args(p) << ">},\n";
+  }
+  o << "};\n\n}  // namespace\n\nstd::span<const Entry> entries() { return kEntries; }\n\n}  // namespace spmma::sm80\n";
+  return o.str();
+}
+
+std::string gemm_sm90_shard(const std::vector<Sm90Inst>& insts, int shard, int shards) {
+  std::ostringstream o;
+  o << kGemmHead << "// sm90 kernel instantiations, shard " << shard << " of " << shards << ".\n"
+    << "#include \"sm90/launch_tile.cuh\"\n\nnamespace spmma::sm90 {\n\n";
+  for (size_t i = static_cast<size_t>(shard); i < insts.size(); i += static_cast<size_t>(shards))
+    o << "template void launch_tile<" << insts[i].targs() << ">(const Maps&, const gemm::Params&, cudaStream_t);\n";
+  o << "\n}  // namespace spmma::sm90\n";
+  return o.str();
+}
+
+std::string gemm_sm90_table(const std::vector<Sm90Inst>& insts) {
+  std::ostringstream o;
+  o << kGemmHead << "// The table of the sm90 kernel's instantiations (defined in gemm_sm90_<i>.cu).\n"
+    << "#include \"sm90/launch_sm90.hpp\"\n\nnamespace spmma::sm90 {\n\n";
+  for (const Sm90Inst& x : insts)
+    o << "extern template void launch_tile<" << x.targs() << ">(const Maps&, const gemm::Params&, cudaStream_t);\n";
+  o << "\nnamespace {\n\nconst Entry kEntries[] = {\n";
+  for (const Sm90Inst& x : insts)
+    o << "    {" << pair_args(x.pair) << ", " << x.n << ", " << (x.promoted ? "true" : "false") << ", \"" << x.form->id
+      << "\", " << x.form->k << ", &launch_tile<" << x.targs() << ">},\n";
+  o << "};\n\n}  // namespace\n\nstd::span<const Entry> entries() { return kEntries; }\n\n}  // namespace spmma::sm90\n";
+  return o.str();
+}
+
+// Every pair must have its sm80 form: the sm80 kernel is the one that runs every pair.
+bool check_pairs() {
+  bool ok = true;
+  for (const GemmPair& p : detail::kGemmPairs)
+    if (!sm80_form(p)) {
+      std::cerr << "spmma_gen: the pair table's row (" << type_name(p.a) << ", " << type_name(p.b)
+                << ") has no mma.sp::ordered_metadata m16n8k" << gemm_k(p) << " form in the registry\n";
+      ok = false;
+    }
+  return ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::cerr << "usage: spmma_gen_probes OUT_DIR SHARDS\n";
+  if (argc != 4) {
+    std::cerr << "usage: spmma_gen OUT_DIR PROBE_SHARDS GEMM_SHARDS\n";
     return 2;
   }
   const std::string dir = argv[1];
-  const int shards = std::max(1, std::atoi(argv[2]));
+  const int shards = std::max(1, std::atoi(argv[2])), gemm_shards = std::max(1, std::atoi(argv[3]));
   std::vector<const Variant*> vs;
   for (const Variant& v : registry())
     if (v.target.runs_on(90)) vs.push_back(&v);  // sm_120a forms: assembled by ptxas, emulated only
-  const char* head = "// Generated by spmma_gen_probes from the ISA registry. Do not edit.\n#include <cstdint>\n"
+  const char* head = "// Generated by spmma_gen (codegen/gen_spmma.cpp) from the ISA registry. Do not edit.\n#include <cstdint>\n"
                      "#include \"probe/probe_device.cuh\"\n\nnamespace spmma::probe {\n";
   std::vector<std::ostringstream> out(static_cast<size_t>(shards));
   for (auto& o : out) o << head << "namespace {\n\n";
@@ -312,7 +456,7 @@ int main(int argc, char** argv) {
                                                      {"ptx_wgmma_sp.cuh", Family::wgmma_sp}};
   for (const auto& [file, fam] : families) {
     std::ostringstream w;
-    w << "// Generated by spmma_gen_probes from the ISA registry. Do not edit.\n"
+    w << "// Generated by spmma_gen (codegen/gen_spmma.cpp) from the ISA registry. Do not edit.\n"
       << "// Inline-PTX wrappers, one per registry variant an sm_90a GPU runs.\n#pragma once\n#include <cstdint>\n\n"
       << "namespace spmma::ptx {\n\n";
     for (const Variant* v : vs)
@@ -320,6 +464,16 @@ int main(int argc, char** argv) {
     w << "}  // namespace spmma::ptx\n";
     if (!write_file(dir + "/" + file, w.str())) return 1;
   }
-  std::cerr << "spmma_gen_probes: " << vs.size() << " probes in " << shards << " files under " << dir << "\n";
+  // The GEMM kernels of the pair table.
+  if (!check_pairs()) return 1;
+  const std::vector<Sm90Inst> insts = sm90_instances();
+  if (!write_file(dir + "/gemm_forms_sm80.cuh", gemm_forms_sm80()) ||
+      !write_file(dir + "/gemm_forms_sm90.cuh", gemm_forms_sm90()) || !write_file(dir + "/gemm_sm80.cu", gemm_sm80()) ||
+      !write_file(dir + "/gemm_table.cu", gemm_sm90_table(insts)))
+    return 1;
+  for (int k = 0; k < gemm_shards; ++k)
+    if (!write_file(dir + "/gemm_sm90_" + std::to_string(k) + ".cu", gemm_sm90_shard(insts, k, gemm_shards))) return 1;
+  std::cerr << "spmma_gen: " << vs.size() << " probes in " << shards << " files, " << std::size(detail::kGemmPairs)
+            << " type pairs, " << insts.size() << " sm90 instantiations in " << gemm_shards << " files, under " << dir << "\n";
   return 0;
 }

@@ -1,0 +1,31 @@
+// mbarrier: a transaction barrier in shared memory (PTX 9.7.13.15), through CCCL's <cuda/ptx>.
+// A barrier is a uint64_t in shared memory; its phases alternate parity 0, 1, 0, ...
+#pragma once
+#include <cuda/ptx>
+
+#include <cstdint>
+
+namespace spmma::ptx {
+
+__device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) { ::cuda::ptx::mbarrier_init(bar, count); }
+
+// Makes the initialised barriers visible to the copy engine (TMA) and the other threads.
+__device__ __forceinline__ void mbar_fence_init() {
+  ::cuda::ptx::fence_mbarrier_init(::cuda::ptx::sem_release, ::cuda::ptx::scope_cluster);
+}
+
+// One arrival that also announces `bytes` of asynchronous copies completing on this phase.
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
+  (void)::cuda::ptx::mbarrier_arrive_expect_tx(::cuda::ptx::sem_release, ::cuda::ptx::scope_cta, ::cuda::ptx::space_shared, bar,
+                                             bytes);
+}
+
+__device__ __forceinline__ void mbar_arrive(uint64_t* bar) { (void)::cuda::ptx::mbarrier_arrive(bar); }
+
+// Blocks until the barrier's phase of parity `parity` has completed.
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
+  while (!::cuda::ptx::mbarrier_try_wait_parity(bar, parity)) {
+  }
+}
+
+}  // namespace spmma::ptx

@@ -1,0 +1,19 @@
+// TMA (cp.async.bulk.tensor, PTX 9.7.9.25) through CCCL's <cuda/ptx>.
+#pragma once
+#include <cuda.h>
+
+#include <cuda/ptx>
+#include <cstdint>
+
+namespace spmma::ptx {
+
+// Copies the box at (x, y, z) of a 3-D tensor map into shared memory at `dst` (a shared-space
+// address); the bytes complete on the mbarrier `bar` (which expects them through
+// mbar_arrive_expect_tx).
+__device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map, uint64_t* bar, int x, int y, int z) {
+  const int32_t coords[3] = {x, y, z};
+  ::cuda::ptx::cp_async_bulk_tensor(::cuda::ptx::space_cluster, ::cuda::ptx::space_global,
+                                    static_cast<void*>(__cvta_shared_to_generic(dst)), map, coords, bar);
+}
+
+}  // namespace spmma::ptx

@@ -1,0 +1,22 @@
+// Warp-specialisation primitives: register reallocation between warpgroups (setmaxnreg, PTX
+// 9.7.18.1, sm_90a) and named barriers over a subset of the CTA's threads (bar.sync, 9.7.13.1).
+#pragma once
+#include <cstdint>
+
+namespace spmma::ptx {
+
+template <int Regs>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Regs));
+}
+template <int Regs>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Regs));
+}
+
+// Named barrier `id` (1..15; 0 is __syncthreads) over `threads` threads (a multiple of 32).
+__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+}  // namespace spmma::ptx

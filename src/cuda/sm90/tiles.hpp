@@ -1,0 +1,56 @@
+// The sm90 kernel's shape as data (plain C++: the kernel, its host launch, the heuristics and the
+// code generator read it): CTA tile, stage layout, TMA boxes, the tile widths it is built with.
+#pragma once
+#include "common/device_layout.hpp"
+#include "spmma/detail/hd.hpp"
+
+namespace spmma::sm90 {
+
+constexpr int kConsumers = 2;                 // math warpgroups, 64 rows each
+constexpr int kBlockM = 64 * kConsumers;      // 128 rows of D per CTA
+constexpr int kThreads = 128 * (1 + kConsumers);
+constexpr int kStepsPerStage = 2;             // wgmma K steps per pipeline stage
+constexpr int kABytesPerStep = 32;            // packed A bytes per row per instruction
+constexpr int kBBytesPerStep = 64;            // B bytes per column per instruction
+constexpr int kARowBytes = kStepsPerStage * kABytesPerStep;  // 64: one 64-byte swizzle atom row
+constexpr int kBRowBytes = kStepsPerStage * kBBytesPerStep;  // 128: one 128-byte swizzle atom row
+constexpr int kSmemLimit = 227 * 1024;
+constexpr int kSmemSlack = 2048;              // 1024-byte alignment of the swizzle atoms + the barriers
+constexpr int kMaxStages = 8;
+constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+constexpr int kMaxMetaLanes = 32;             // P: lanes of a 16-row block's metadata group (8 per quad row)
+static_assert(kStepsPerStage == gemm::kMetaGroup, "a stage holds one fragment-ready metadata group");
+static_assert(kBlockM == gemm::kRowPad, "A's rows are padded to the CTA tile");
+
+// A TMA box: `rows` rows of `bytes` bytes. The host encodes the tensor maps with these boxes and
+// the kernel expects their sizes on the stage's barrier: one definition for both.
+struct Box {
+  int bytes, rows;
+  SPMMA_HD constexpr int size() const { return bytes * rows; }
+};
+SPMMA_HD constexpr Box box_a() { return {kARowBytes, kBlockM}; }
+SPMMA_HD constexpr Box box_b(int block_n) { return {kBRowBytes, block_n}; }
+// One metadata group (kMetaGroup words per lane, P lanes) of each of the CTA's 16-row blocks.
+SPMMA_HD constexpr Box box_meta(int meta_lanes) { return {meta_lanes * gemm::kMetaGroup * 4, kBlockM / 16}; }
+
+// A stage's shared memory: A, B, then room for the largest metadata box.
+SPMMA_HD constexpr int stage_bytes(int block_n) {
+  return box_a().size() + box_b(block_n).size() + box_meta(kMaxMetaLanes).size();
+}
+// Pipeline depth at a tile width: as many stages as fit the shared memory, at most kMaxStages.
+SPMMA_HD constexpr int stages_for(int block_n) {
+  return (kSmemLimit - kSmemSlack) / stage_bytes(block_n) > kMaxStages ? kMaxStages
+                                                                       : (kSmemLimit - kSmemSlack) / stage_bytes(block_n);
+}
+
+// The CTA tile widths the kernel is built with, per accumulation: plain (the tensor cores' own
+// f32/s32 sums) and promoted (fp8: a second accumulator set per thread, so 256 columns do not fit
+// a math thread's 232 registers and 192 is the widest). 192 is not built plain: the heuristics
+// take the widest tile above N = 128, and each built width is a kernel per type pair.
+struct TileWidth {
+  int n;
+  bool plain, promoted;
+};
+inline constexpr TileWidth kTileWidths[] = {{64, true, true}, {128, true, true}, {192, false, true}, {256, true, false}};
+
+}  // namespace spmma::sm90
