@@ -6,6 +6,7 @@
 #include <set>
 #include <tuple>
 
+#include "spmma/detail/gemm_pairs.hpp"
 #include "spmma/error.hpp"
 #include "spmma/isa.hpp"
 
@@ -253,5 +254,60 @@ TEST(IsaRegistry, LookupErrorsNameTheText) {
     FAIL() << "an unknown text must throw";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("closest known"), std::string::npos) << e.what();
+  }
+}
+
+// ------------------------------------------------------------------ forms by fields, the pair table
+
+TEST(Isa, FindFormNamesOnePlainFormByFields) {
+  using spmma::isa::ASource;
+  using spmma::isa::Family;
+  const auto* v = spmma::isa::find_form(Family::mma_sp_ordered, 16, 8, 32, spmma::ElemType::bf16, spmma::ElemType::bf16,
+                                        spmma::ElemType::f32, ASource::registers);
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->id, "mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.bf16.bf16.f32");
+  // wgmma: the A source tells the two forms with the same PTX text apart.
+  const auto* ss = spmma::isa::find_form(Family::wgmma_sp, 64, 192, 64, spmma::ElemType::e4m3, spmma::ElemType::e5m2,
+                                         spmma::ElemType::f32, ASource::descriptor);
+  const auto* rs = spmma::isa::find_form(Family::wgmma_sp, 64, 192, 64, spmma::ElemType::e4m3, spmma::ElemType::e5m2,
+                                         spmma::ElemType::f32, ASource::registers);
+  ASSERT_NE(ss, nullptr);
+  ASSERT_NE(rs, nullptr);
+  EXPECT_EQ(ss->id, "wgmma.mma_async.sp.sync.aligned.m64n192k64.f32.e4m3.e5m2:ss");
+  EXPECT_EQ(rs->id, "wgmma.mma_async.sp.sync.aligned.m64n192k64.f32.e4m3.e5m2:rs");
+  // Integer forms: the plain one, never the .satfinite twin.
+  const auto* s8 = spmma::isa::find_form(Family::mma_sp_ordered, 16, 8, 64, spmma::ElemType::s8, spmma::ElemType::u8,
+                                         spmma::ElemType::s32, ASource::registers);
+  ASSERT_NE(s8, nullptr);
+  EXPECT_FALSE(s8->satfinite);
+  // No such form: null (a mixed bf16 x f16 pair, a 4-bit wgmma, a shape the family lacks).
+  EXPECT_EQ(spmma::isa::find_form(Family::mma_sp_ordered, 16, 8, 32, spmma::ElemType::bf16, spmma::ElemType::f16,
+                                  spmma::ElemType::f32, ASource::registers),
+            nullptr);
+  EXPECT_EQ(spmma::isa::find_form(Family::wgmma_sp, 64, 128, 128, spmma::ElemType::s4, spmma::ElemType::s4,
+                                  spmma::ElemType::s32),
+            nullptr);
+  EXPECT_EQ(spmma::isa::find_form(Family::mma_sp_ordered, 16, 16, 32, spmma::ElemType::bf16, spmma::ElemType::bf16,
+                                  spmma::ElemType::f32, ASource::registers),
+            nullptr);
+}
+
+// What the code generator derives from each row of the pair table: the sm80 kernel's form (it
+// runs every pair), the sm90 kernel's at the tile widths it is built with, except for 4-bit A.
+TEST(Isa, EveryPairOfThePairTableHasItsKernelForms) {
+  using spmma::isa::ASource;
+  using spmma::isa::Family;
+  for (const auto& p : spmma::detail::kGemmPairs) {
+    SCOPED_TRACE(std::string(spmma::type_name(p.a)) + " x " + std::string(spmma::type_name(p.b)));
+    const int k = spmma::detail::kGemmDenseBitsPerStep / spmma::memory_bits(p.a);
+    const auto acc = spmma::detail::gemm_accumulator(p.a);
+    const auto* sm80 = spmma::isa::find_form(Family::mma_sp_ordered, 16, 8, k, p.a, p.b, acc, ASource::registers);
+    ASSERT_NE(sm80, nullptr);
+    EXPECT_EQ(sm80->packed_k() * spmma::memory_bits(p.a), 256) << "32 bytes of packed A per row and instruction";
+    const bool four_bit = p.a == spmma::ElemType::s4 || p.a == spmma::ElemType::u4;
+    for (int n : {64, 128, 192, 256}) {
+      const auto* sm90 = spmma::isa::find_form(Family::wgmma_sp, 64, n, k, p.a, p.b, acc, ASource::descriptor);
+      EXPECT_EQ(sm90 != nullptr, !four_bit) << "n = " << n;
+    }
   }
 }
