@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """cuSPARSELt kernel times through PyTorch's bundled cuSPARSELt, for `spmma bench --cusparselt-json`.
 
     python3 bench/cusparselt_torch.py --shapes 8192x8192x8192,4096x16x4096 --types bf16,e4m3 --out cslt.json

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // mma_peak — measured peak instruction throughput of the matrix instructions on Hopper.
 //
 // Question (issue): can a kernel built on warp-level `mma.sp` reach cuBLAS's dense speed on the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // spmma_gen: writes every source the build derives from the ISA registry.
 //
 //   spmma_gen OUT_DIR PROBE_SHARDS GEMM_SHARDS

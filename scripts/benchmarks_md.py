@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Markdown table from `spmma bench --json-out FILE` (docs/benchmarks.md).
 
     python3 scripts/benchmarks_md.py bench.json

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Writes docs/conformance.md from the JSON of `spmma conform --json-out FILE`.
 
     python3 scripts/conformance_md.py docs/data/conformance-h100.json > docs/conformance.md

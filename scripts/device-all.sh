@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # One call on a lent GPU with binaries built here and carried in .devbin/ (see docs/benchmarks.md):
 # GPU tests, the mma peak microbenchmark, cuSPARSELt through PyTorch, `spmma bench`, conformance.
 # At most 8 files come back under $OUT.

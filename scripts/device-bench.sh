@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The H100 tables of docs/benchmarks.md in one call on a lent GPU (binaries packed in .devpack/,
 # see scripts/device-unpack.sh): GPU tests, cuSPARSELt through PyTorch, `spmma bench` for every
 # type, the demo. Results under $OUT; docs: python3 scripts/benchmarks_md.py $OUT/bench.json.

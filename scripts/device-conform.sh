@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Conformance on a lent GPU, with a binary built beforehand on the CPU machine:
 #   strip -o .devbin/spmma build/spmma   (here)     bash scripts/device-conform.sh   (there)
 # Writes conform.json, conform.txt and verified_ids.inc under $OUT (or ./conform-out).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # GPU matmul on a lent GPU with binaries built on the CPU machine (carried in .devbin/):
 # GPU tests, `spmma bench` against cuBLAS, cuSPARSELt through PyTorch, the mma peak microbenchmark.
 # Results under $OUT.

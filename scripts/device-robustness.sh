@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Issue 8 on a lent GPU, in one call (binaries built here by scripts/pack-robustness.sh and
 # carried in .devpack/): the GPU tests of the default build; the same tests from a PTX-only
 # build (compute_89, compiled by the driver: the sm80 kernel for every type) and from an

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Quick loop for the sm90 kernel on a lent H100 (binaries packed in .devpack/, see
 # scripts/device-unpack.sh): GPU tests, then `spmma bench` of a few shapes under each
 # configuration in CONFIGS ("label:--option=value,--option=value label2:..." with spmma bench's

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Builds the libFuzzer targets of tests/fuzz (clang, ASan + UBSan; the CMake preset fuzz in
 # ./build-fuzz) and runs each for a bounded time from its seed corpus (tests/fuzz/corpus/<name>).
 # A crash, a sanitizer report, a broken invariant, an input slower than 10 s, more than 2 GB of

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Installs what spmma needs to build and test, from Debian's packages. Safe to run again.
 #   scripts/install-deps.sh          the build and the tests (scripts/build.sh, scripts/test.sh)
 #   scripts/install-deps.sh fuzz     also clang and its libFuzzer / sanitizer runtime (scripts/fuzz.sh)

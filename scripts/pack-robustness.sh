@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Builds what scripts/device-robustness.sh runs and packs it into .devpack/bins.tgz (under the
 # device tool's 64 MiB): the CLI and the GPU tests of the default build (./build), and the GPU
 # tests of two more builds, one with PTX only (compute_89) and one with sm_80 machine code only.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Builds spmma and runs its demo; arguments go to `spmma demo`. Build output goes to stderr so
 # that stdout holds only the demo's own output.
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The CPU tests and the CLI tests under AddressSanitizer (+ LeakSanitizer) and UndefinedBehaviorSanitizer:
 # host only (no CUDA), g++ -O1 -g, the CMake preset asan-ubsan (CMakePresets.json) in ./build-asan.
 # Any sanitizer report fails the run, also one from a CLI process that a test spawns and whose

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Builds spmma and runs its test suite (GPU tests too where a GPU and nvcc are present).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

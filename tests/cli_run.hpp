@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Running the built `spmma` binary from a test, as a user would: one helper for every CLI test
 // (test_cli_formats.cpp, test_cli_errors.cpp, test_cli_demo.cpp).
 #pragma once

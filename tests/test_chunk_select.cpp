@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The GPU compressor's rules, run on the CPU: the per-chunk functions of
 // include/spmma/detail/chunk_select.hpp with the raw-bit element rule (what compress_gpu.cu runs,
 // compiled for the host through SPMMA_HD), and the kernel's whole per-thread work

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // `spmma demo` (the README's main job), run as a user would, on the CPU path (--cpu) at small
 // sizes: every type verifies and prints both times; bad arguments are named.
 #include <gtest/gtest.h>

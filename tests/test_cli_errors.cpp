@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The spmma CLI's error contract outside the format commands (issue 8, items 15 and 17): parse
 // errors, bench's shapes, rows and rates, and writes that fail. Each command runs as a user
 // would run it: the binary at SPMMA_CLI_PATH, small CPU cases only.
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "cli_run.hpp"
+#include "spmma/version.hpp"
 
 namespace fs = std::filesystem;
 using spmma::test::CliResult;
@@ -178,3 +180,31 @@ TEST_F(CliErrors, FailedWritesAreErrors) {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------- issue 13, item 2: one version
+
+// The version is written once (project(spmma VERSION ...)); the header, the library and the CLI
+// say the same, with the commit and the CUDA side of the build.
+TEST_F(CliErrors, VersionIsOneWithCommitAndCuda) {
+  EXPECT_STREQ(spmma::version(), SPMMA_VERSION_STRING);
+  EXPECT_EQ(std::string(SPMMA_VERSION_STRING), std::to_string(SPMMA_VERSION_MAJOR) + "." +
+                                                   std::to_string(SPMMA_VERSION_MINOR) + "." +
+                                                   std::to_string(SPMMA_VERSION_PATCH));
+  const std::string commit = spmma::commit();
+  EXPECT_FALSE(commit.empty());
+  EXPECT_EQ(commit.find_first_of(" \n\""), std::string::npos) << commit;
+  const spmma::BuildInfo b = spmma::build_info();
+  EXPECT_EQ(b.version, SPMMA_VERSION_STRING);
+  EXPECT_EQ(b.commit, commit);
+  std::string want = "spmma " + b.version + " (commit " + commit + "), ";
+  if (b.cuda) {
+    EXPECT_FALSE(b.cuda_version.empty());
+    EXPECT_FALSE(b.architectures.empty());
+    want += "CUDA " + b.cuda_version + ", architectures " + b.architectures;
+  } else {
+    want += "built without CUDA";
+  }
+  const CliResult r = run("--version");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, want + "\n");
+}

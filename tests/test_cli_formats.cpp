@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The spmma CLI's format commands, run as a user would: the binary at SPMMA_CLI_PATH on .npy
 // files in a fresh temporary directory, with fresh random inputs.
 #include <gtest/gtest.h>

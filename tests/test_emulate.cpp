@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The emulator against an independent dense product, on fresh random inputs, for every variant.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Tests for the fragment-ready metadata layout (include/spmma/fragment_layout.hpp,
 // docs/layouts.md "Fragment-ready metadata"). Properties run on fresh random inputs: the seed
 // is printed and recorded, and SPMMA_SEED=<n> replays a run.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The registry: completeness against the spec's syntax blocks and examples, and every
 // fragment and metadata map checked as a bijection and against the spec's own formulas.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Tests for the matmul API on the CPU backend (include/spmma/matmul.hpp, src/api/matmul.cpp,
 // src/api/cpu_backend.cpp, docs/api.md). Properties on fresh random inputs (never zeros): the
 // seed is printed and recorded, and SPMMA_SEED=<n> replays a run.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The matmul API's rules that both backends share, checked on the CPU backend: what a NaN or
 // Inf in B does where A's metadata names no position, integer D with a non-finite bias, pointer
 // alignment and aliasing, b_alignment, device binding arguments, the type table, logging.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // .npy reader / writer: round trips for every dtype and shape, hand-written headers of every
 // version and spelling, and malformed files that must give io_error naming the file.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // safetensors reader / writer and the compressed-matrix container: round trips for every dtype
 // and every sparse type, a file as the safetensors library writes it, and malformed files
 // (each class of defect the reader must refuse), which must give io_error naming the file.

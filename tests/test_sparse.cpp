@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Tests for the host sparse formats (include/spmma/sparse.hpp, docs/layouts.md "Compressed
 // matrix"). Properties run on fresh random inputs: the seed is printed and recorded, and
 // SPMMA_SEED=<n> replays a run.

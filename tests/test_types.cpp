@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Tests for spmma/types.hpp: exact encode / decode of every element type.
 #include "spmma/types.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Test helpers shared by the CPU and GPU tests: the seed of a run, error expectations, and the
 // interesting bit patterns of an element type (zeros, NaNs, infinities, ties) to draw from.
 #pragma once

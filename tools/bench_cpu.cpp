@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // spmma bench on the CPU (tools/bench_cpu.hpp).
 #include "bench_cpu.hpp"
 

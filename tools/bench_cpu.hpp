@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // spmma bench on the CPU: the CPU backend of the matmul API against a dense f32 product
 // (cblas_sgemm, OpenBLAS) of the same pruned A. The CPU counterpart of bench::run_gpu
 // (tools/bench_gpu.hpp), filling the same Row; used by `spmma bench` and `spmma demo`.

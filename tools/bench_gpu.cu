@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // spmma bench, GPU: for each shape and type, a random A that already has its sparsity pattern
 // (so cuBLAS multiplies the very same matrix), B random, D = A·B by spmma and by cuBLASLt;
 // kernel time by device events (median), the call's end-to-end time by the host clock.

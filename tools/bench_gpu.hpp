@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // spmma bench on the GPU: spmma's sparse matmul against cuBLAS dense on the same data.
 // Row and Options are plain C++ (no CUDA): tools/bench_cpu.hpp's run_cpu, the CPU path of
 // `spmma bench` and `spmma demo`, fills the same Row.

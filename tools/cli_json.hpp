@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // JSON views of spmma objects shared by the CLI commands.
 #pragma once
 #include <nlohmann/json.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Small helpers shared by the CLI commands: checked size arithmetic, strict number parsing,
 // output paths that must differ from the inputs and from each other.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // `spmma bench`: spmma's sparse matmul against dense baselines, shape by shape, type by type.
 #include <algorithm>
 #include <cstdint>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // `spmma conform`: the conformance suite on the local GPU.
 #include <cstdint>
 #include <iomanip>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // `spmma demo`: the README's main job. A random dense A is pruned to its type's sparsity pattern
 // and compressed, multiplied with a random B through the matmul API (include/spmma/matmul.hpp:
 // Handle, MatmulDesc, compress with PruneMode::magnitude, Plan, Plan::run with its workspace) on

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // `spmma emulate PTX`: one variant on random valid inputs, through the register-level emulator.
 #include <iostream>
 #include <random>

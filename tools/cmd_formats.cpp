@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // spmma prune / check / compress / decompress: the host sparse formats on .npy files.
 //
 //   dense .npy (values, or bit patterns with --bits) --prune--> pruned .npy (the same kind)

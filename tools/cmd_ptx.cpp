@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // `spmma ptx`: PTX modules generated from the registry, for ptxas to assemble.
 #include <cstdint>
 #include <iostream>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // `spmma variants`: the registry, as a table or as JSON.
 #include <cmath>
 #include <iomanip>

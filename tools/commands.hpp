@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // spmma CLI — each sub-command lives in its own tools/cmd_*.cpp and registers itself here.
 #pragma once
 #include <CLI/CLI.hpp>

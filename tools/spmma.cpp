@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // spmma — command-line front end. Each sub-command lives in tools/cmd_*.cpp and registers
 // itself through tools/commands.hpp.
 //
@@ -19,10 +20,7 @@
 
 #include "commands.hpp"
 #include "spmma/error.hpp"
-
-#ifndef SPMMA_VERSION
-#define SPMMA_VERSION "0.1.0"
-#endif
+#include "spmma/version.hpp"
 
 namespace {
 
@@ -67,7 +65,12 @@ int main(int argc, char** argv) {
       "Prune, check, compress and decompress structured-sparse matrices (.npy, .safetensors),\n"
       "list the instruction variants, emulate them exactly on the CPU, and run the demo.",
       "spmma"};
-  app.set_version_flag("--version", std::string("spmma ") + SPMMA_VERSION);
+  // "spmma 0.1.0 (commit 7ae090a1b2c3), CUDA 13.0, architectures 80-real 90a-real 89-virtual"
+  app.set_version_flag("--version", [] {
+    const spmma::BuildInfo b = spmma::build_info();
+    return "spmma " + b.version + " (commit " + b.commit + "), " +
+           (b.cuda ? "CUDA " + b.cuda_version + ", architectures " + b.architectures : std::string("built without CUDA"));
+  });
   app.require_subcommand(1);
   app.fallthrough(false);
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // spmma — hardware conformance: the GPU's D against the emulator's, variant by variant.
 #pragma once
 #include <map>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // spmma — a CPU emulator of every registry variant.
 //
 // Two forms:

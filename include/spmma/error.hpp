@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // spmma — one error type for the whole library: a code and a message that names
 // the offending value and where it was found.
 #pragma once

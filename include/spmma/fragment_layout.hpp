@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // spmma — fragment-ready metadata: the whole-matrix metadata layout the GPU kernels load.
 //
 // A kernel running a sparse MMA over an M x K matrix A walks blocks of v.m rows (16 for mma.sp,

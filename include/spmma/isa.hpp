@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // spmma — the ISA model: one registry of every MMA variant in the spec.
 //
 // A variant is a row of data: its PTX text, shape, types, register counts, the fragment maps

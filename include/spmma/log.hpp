@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // spmma — logging, in the manner of cuBLASLt / cuSPARSELt.
 //
 // Levels (SPMMA_LOG_LEVEL in the environment, or set_log_level):

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // spmma — sparse matrix multiply, plan once / run many:
 //
 //   D = activation(alpha · A · B + beta · C + bias)      A structured-sparse (M x K), B dense (K x N)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // spmma — a plain host matrix of raw element bit patterns, row-major.
 #pragma once
 #include <cstdint>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // spmma — NumPy .npy files: read and write, and convert to / from spmma::Matrix.
 //
 // Supported (what `np.save` writes for a C-ordered numeric array):

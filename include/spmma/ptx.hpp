@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // spmma — the PTX text of an instruction with its operands, from the registry.
 //
 // Used by everything that emits PTX: the generated inline-PTX wrappers and conformance

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // spmma — safetensors files (https://github.com/huggingface/safetensors), and the compressed-
 // matrix container that `spmma compress --out` writes in that format.
 //

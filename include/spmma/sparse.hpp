@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // spmma — structured-sparse formats on the host: prune, check, compress, decompress.
 //
 // The pattern follows from the element type (PTX 9.7.14.6.1):

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // spmma — element types of the PTX MMA instructions: exact encode / decode.
 //
 // Every value is carried as its raw bit pattern in the low `bits` bits of a uint64_t

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The two places a matmul can run — the CPU (src/api/cpu_backend.cpp) and the GPU
 // (src/cuda/api/) — behind one interface. matmul.cpp owns the checks that do not depend on the
 // place (shapes, types, leading dimensions, pointer alignment and overlap) and dispatches here.

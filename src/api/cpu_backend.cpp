@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The CPU backend: the whole matmul API on the host, for machines without a GPU and as the
 // reference the GPU backend is compared with.
 //

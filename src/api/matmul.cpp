@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The matmul API's glue: the checks that do not depend on where the product runs (shapes,
 // types, leading dimensions, strides, pointers), the handle's choice of backend, and dispatch to
 // detail::Backend (src/api/backend.hpp). Rules are documented in docs/api.md.

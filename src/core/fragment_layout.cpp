@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Fragment-ready metadata (include/spmma/fragment_layout.hpp, docs/layouts.md). Which nibble
 // of which lane describes which (row, chunk) comes only from the registry's MetaLayout.
 #include "spmma/fragment_layout.hpp"

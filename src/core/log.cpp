@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Logging (include/spmma/log.hpp): the environment is read once, at the first message or query.
 #include "spmma/log.hpp"
 

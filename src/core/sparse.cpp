@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // spmma — structured-sparse formats on the host: prune, check, compress, decompress.
 // The layout is documented in include/spmma/sparse.hpp and docs/layouts.md
 // ("Compressed matrix (host, whole-matrix layout)").

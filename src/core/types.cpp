@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // spmma — element types: one table of rows, one generic minifloat codec.
 //
 // Every float type of the PTX MMA instructions except f32/f64 is described by

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Host-side helpers shared by the CUDA sources: a checked CUDA call, an owning device buffer, a
 // scoped current device, and the per-device kernel attribute.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The emulator: fragments in, D out, one arithmetic core for every variant.
 #include "spmma/emulate.hpp"
 

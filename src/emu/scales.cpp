@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Block scaling: decoded scale matrices and the register layout of scale-a-data / scale-b-data.
 #include "emu/scales.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Block scaling (.block_scale): scale factors as matrices, and their register layout.
 #pragma once
 #include <random>

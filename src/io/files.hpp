@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // spmma — whole-file reading and writing that never reports a failed write as success.
 //
 // Writing: the bytes go to a temporary file beside the target (".<name>.spmma-tmp-<pid>-<n>"),

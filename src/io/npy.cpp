@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // spmma — NumPy .npy reader / writer (format 1.0 / 2.0 / 3.0) and Matrix conversions.
 //
 // File layout (numpy/lib/format.py):

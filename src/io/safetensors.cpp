@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // spmma — safetensors reader / writer and the compressed-matrix container
 // (include/spmma/safetensors.hpp, docs/files.md).
 #include "spmma/safetensors.hpp"

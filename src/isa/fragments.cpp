@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The fragment formulas of PTX 9.7.14.5 (dense mma), 9.7.14.6.2 (mma.sp) and 9.7.15
 // (wgmma), one small case each. The registry says which formula an operand uses.
 #include <string>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // PTX text of registry instructions with their operands.
 #include "spmma/ptx.hpp"
 

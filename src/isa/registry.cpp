@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The registry: every MMA form of the spec, built from the spec's syntax tables.
 //
 // Each `add_*` block below transcribes one syntax block of the spec (section named in

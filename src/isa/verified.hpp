@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Which registry variants the conformance suite has confirmed on hardware.
 #pragma once
 #include <string_view>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // spmma fuzz targets — a failed invariant prints what broke and aborts (libFuzzer then saves
 // the input as crash-<sha1> and the run fails).
 #pragma once

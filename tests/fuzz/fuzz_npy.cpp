@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // libFuzzer target for the .npy reader (src/io/npy.cpp, include/spmma/npy.hpp).
 //
 // Every input goes to parse_npy. Refused inputs must be refused with Error(io_error) — any other

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // libFuzzer target for the safetensors reader and the compressed-matrix container
 // (src/io/safetensors.cpp, include/spmma/safetensors.hpp).
 //

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Writes the seed corpus of the .npy fuzz target (tests/fuzz/corpus/npy/).
 
 Small valid and near-valid .npy files: every dtype the reader takes (and spellings of them),

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Writes the seed corpus of the safetensors fuzz target (tests/fuzz/corpus/safetensors/).
 
 Small valid and near-valid files: every dtype the reader takes, scalar and empty tensors,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // GPU compress through the public API (spmma::compress with a GPU handle) against the host,
 // bit for bit: PruneMode::magnitude gives compress(prune_magnitude(A)), PruneMode::check gives
 // compress(A) or names the first violating chunk as check_pattern does. Inputs are full of -0.0,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // GPU matmul against an independent dense product in double on the decompressed A.
 // Label `gpu`: exits 77 (skipped) where no GPU is usable.
 #include <cuda_runtime.h>

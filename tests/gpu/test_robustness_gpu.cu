@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The GPU backend against the CPU backend on the same inputs, and every input rule of the API on
 // the GPU (issue 8): B layouts the kernels cannot read in place, batched padded layouts, every
 // listed type combination, non-finite values in every operand, launch-size limits, pointer

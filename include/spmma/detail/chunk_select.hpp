@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The per-chunk rules of prune, check and compress, written once for the host (src/core/sparse.cpp)
 // and the GPU compressor (src/cuda/format/compress_gpu.cu), so both give the same bits
 // (docs/layouts.md, "Compressed matrix"):

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The matmul epilogue as one host/device definition (docs/api.md, "Epilogue semantics"): the CPU
 // backend and every GPU kernel compute D from the accumulator with these functions, so the two
 // backends cannot drift apart.

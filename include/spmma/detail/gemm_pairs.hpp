@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The A/B type pairs of the sparse matmul: one row each, the one table of them. Everything else
 // about a pair is derived from its row:
 //   - C/D types and accumulator: gemm_outputs / gemm_accumulator below;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The one formula of the mma.sp metadata layout, shared by the host registry (MetaLayout::at)
 // and device code (the GPU compressor), so that the layout is written down exactly once.
 #pragma once

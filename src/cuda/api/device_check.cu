@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Kernel-image probe, pointer checks and per-device kernel attributes (device_check.cuh).
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -193,4 +194,15 @@ bool is_device_pointer(const void* p) {
   if (get(2, attrs, values, reinterpret_cast<CUdeviceptr>(p)) != CUDA_SUCCESS) return false;
   return type == CU_MEMORYTYPE_DEVICE && !managed;  // managed memory: the host reads it
 }
+}  // namespace spmma::detail
+
+namespace spmma::detail {
+
+// For spmma::build_info() (src/api/build_info.cpp): the toolkit this was compiled with and the
+// architectures compiled in.
+std::string cuda_toolkit_version() {
+  return std::to_string(CUDART_VERSION / 1000) + "." + std::to_string(CUDART_VERSION % 1000 / 10);
+}
+std::string cuda_architectures() { return SPMMA_CUDA_ARCHITECTURES; }
+
 }  // namespace spmma::detail

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What a CUDA device can run of this build, and where a pointer lives: checked once per device
 // (kernel image) or per call (pointers), so that nothing is launched that cannot run.
 #pragma once

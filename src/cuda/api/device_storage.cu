@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Device storage of a compressed A (device_storage.cuh).
 #include "api/device_storage.cuh"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A compressed A in device memory: values padded to whole 128-row tiles, metadata in the
 // fragment-ready layout of the sm80 instruction (group gemm::kMetaGroup), which the sm90 kernel
 // reads too. Bound to one CUDA device.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The GPU backend of the matmul API: one CUDA device, what it runs (from the kernel image its
 // driver loads), the plan (which kernel, tiles, how B is read: decided once) and the run (checks,
 // B's repack when the plan needs it, one kernel launch per 65535 batch entries).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // B repacked into the workspace (repack_b.cuh): 32 x 32 element tiles, a grid-stride loop over
 // (batch entry, K tile, N tile) in 64-bit indices, so no size of B reaches a grid limit.
 #include "api/repack_b.cuh"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // B as every kernel reads it: columns of K contiguous elements, packed (ld = K), batch entries
 // K x N elements apart, in the workspace. Used for a row-major B (transposed) and for a
 // column-major B whose address, leading dimension or batch stride the kernels' 16-byte copies

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Constants of A's device layout and of the launches, shared by the kernels, the host side and
 // the code generator (plain C++).
 #pragma once

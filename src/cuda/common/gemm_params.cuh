@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What every sparse GEMM kernel of the GPU backend receives, and the epilogue they share:
 // D = act(alpha·acc + beta·C + bias), computed in double and rounded once into D's type, by the
 // host/device definition the CPU backend uses too (spmma/detail/epilogue.hpp).

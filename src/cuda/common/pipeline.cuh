@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The state of a multi-stage pipeline: which slot a loop iteration uses and the parity of that
 // slot's barrier phase, advanced in one place (as CUTLASS's PipelineState). A consumer starts at
 // phase 0 (it waits for the first fill); a producer starts at phase 1, so that its wait for a

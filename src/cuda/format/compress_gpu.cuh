@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // GPU prune + compress: a dense A (M x K, row-major, on the device) to packed values and
 // fragment-ready metadata (docs/layouts.md). One thread builds one metadata word — the 8 chunks
 // one lane's register describes — so no two threads write the same word or value.

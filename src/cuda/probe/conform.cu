@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Conformance runner: random register contents through the generated probes, compared with
 // the emulator register by register.
 #include <cuda_runtime.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Conformance probes: the arguments every generated probe kernel takes.
 //
 // Each probe executes one registry instruction per trial with register contents read from

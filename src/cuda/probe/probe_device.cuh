@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Device helpers of the generated wgmma probes: shared-memory images and descriptors.
 #pragma once
 #include <cstdint>

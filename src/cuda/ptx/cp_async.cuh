@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // sm_80 asynchronous copies (cp.async, PTX 9.7.9.3) and ldmatrix (9.7.14.5.15): the sm80
 // kernel's data movement. CCCL's <cuda/ptx> has neither.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Proxy fences (PTX 9.7.13.4), through CCCL's <cuda/ptx>.
 #pragma once
 #include <cuda/ptx>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // mbarrier: a transaction barrier in shared memory (PTX 9.7.13.15), through CCCL's <cuda/ptx>.
 // A barrier is a uint64_t in shared memory; its phases alternate parity 0, 1, 0, ...
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // TMA (cp.async.bulk.tensor, PTX 9.7.9.25) through CCCL's <cuda/ptx>.
 #pragma once
 #include <cuda.h>

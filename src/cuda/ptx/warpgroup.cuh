@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Warp-specialisation primitives: register reallocation between warpgroups (setmaxnreg, PTX
 // 9.7.18.1, sm_90a) and named barriers over a subset of the CTA's threads (bar.sync, 9.7.13.1).
 #pragma once

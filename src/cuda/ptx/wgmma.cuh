@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // wgmma's synchronisation (PTX 9.7.15.6) and shared-memory matrix descriptors (9.7.15.5.1).
 // CCCL's <cuda/ptx> has no wgmma instructions; these are the few the kernels need. The MMA
 // instructions themselves are generated from the ISA registry (build/generated/ptx_wgmma_sp.cuh).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Host side of the sm80 sparse GEMM: table lookup and the launch.
 #include "sm80/launch_sm80.hpp"
 

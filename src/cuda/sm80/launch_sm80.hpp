@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Host side of the sm80 (mma.sp::ordered_metadata) sparse GEMM: its instantiations and the launch.
 #pragma once
 #include <cuda_runtime.h>

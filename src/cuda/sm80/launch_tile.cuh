@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The definition of sm80::launch_tile, included by the generated instantiation file
 // (build/generated/gemm_sm80.cu): one grid of the kernel for a type pair.
 #pragma once

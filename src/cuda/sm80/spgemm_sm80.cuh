@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Sparse GEMM on mma.sp::ordered_metadata (sm_80 and later): D = epilogue(A·B), A 2:4 / 1:2 /
 // 4:8 sparse, M x K; B stored K-contiguous per column (N x K row-major, "column-major K x N").
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The sm90 kernel's epilogue, per math warpgroup: the accumulators go to shared memory (the
 // pipeline's stages are free once both math warpgroups are done), then the warpgroup writes its
 // 64 x BlockN tile of D from one compact loop, instead of BlockN/2 unrolled copies of the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The sm90 kernel's heuristics (heuristics.hpp). Every number here was measured on the H100;
 // docs/benchmarks.md has the runs.
 #include "sm90/heuristics.hpp"

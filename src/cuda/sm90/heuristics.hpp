@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Every choice the sm90 kernel leaves open — CTA tile width, pipeline depth, split K,
 // rasterization — made in one place for a problem on a device, honouring the pins of
 // PlanOptions (include/spmma/matmul.hpp). Host only.

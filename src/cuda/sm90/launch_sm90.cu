@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Host side of the sm90 sparse GEMM: table lookups, TMA tensor maps and the launch.
 #include "sm90/launch_sm90.hpp"
 

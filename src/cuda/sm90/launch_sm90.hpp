@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Host side of the sm90 (wgmma.mma_async.sp) sparse GEMM: its instantiations, what TMA needs of
 // the operands, the tensor maps and the launch.
 #pragma once

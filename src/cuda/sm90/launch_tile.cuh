@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The definition of sm90::launch_tile, included by the generated instantiation files
 // (build/generated/gemm_sm90_*.cu): one grid of the kernel at one instantiation.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The sm90 kernel's main loop: the shared-memory stages, the producer (TMA loads) and the
 // consumer (wgmma.sp), synchronised by a full and an empty mbarrier per stage.
 #pragma once

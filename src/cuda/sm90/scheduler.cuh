@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The sm90 kernel's tile scheduler: which output tile, batch entry and K range a CTA computes.
 // One tile per CTA (a non-persistent grid): blockIdx.x walks the tiles in groups of p.group_m M
 // tiles, M fastest, so that a wave of CTAs shares its A rows and B columns in L2; blockIdx.y is

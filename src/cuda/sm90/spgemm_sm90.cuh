@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Sparse GEMM on wgmma.mma_async.sp (sm_90a): D = epilogue(A·B), A 2:4 (1:2 for tf32) sparse,
 // M x K; B stored K-contiguous per column (N x K row-major), as for the sm80 kernel.
 //

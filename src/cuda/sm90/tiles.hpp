@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The sm90 kernel's shape as data (plain C++: the kernel, its host launch, the heuristics and the
 // code generator read it): CTA tile, stage layout, TMA boxes, the tile widths it is built with.
 #pragma once
