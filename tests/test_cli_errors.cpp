@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cli_run.hpp"
+#include "spmma/detail/gemm_pairs.hpp"
 #include "spmma/version.hpp"
 
 namespace fs = std::filesystem;
@@ -207,4 +208,46 @@ TEST_F(CliErrors, VersionIsOneWithCommitAndCuda) {
   const CliResult r = run("--version");
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, want + "\n");
+}
+
+// ---------------------------------------------------------------- issue 13, item 5: spmma info
+
+// Text and JSON say the same things; the JSON has every documented field; the logging level in
+// force is the one the environment sets. On a machine without a usable GPU the GPU list is empty
+// and the reason Device::automatic runs on the CPU is given.
+TEST_F(CliErrors, InfoReportsBuildDevicesBlasAndLogging) {
+  CliResult r = run("info");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind(std::string("spmma ") + spmma::version() + " (commit " + spmma::commit() + ")\n", 0), 0u)
+      << r.out;
+  for (const char* part : {"\nbuild: ", "\nCPU: ", "BLAS: ", "\nlogging: level 0, to stderr"})
+    EXPECT_NE(r.out.find(part), std::string::npos) << part << "\n" << r.out;
+  r = run("info --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("version"), spmma::version());
+  EXPECT_EQ(j.at("commit"), spmma::commit());
+  const spmma::BuildInfo b = spmma::build_info();
+  EXPECT_EQ(j.at("build").at("cuda"), b.cuda);
+  EXPECT_EQ(j.at("build").at("architectures"), b.architectures);
+  EXPECT_GT(j.at("cpu").at("threads").get<int>(), 0);
+  EXPECT_FALSE(j.at("cpu").at("blas").get<std::string>().empty());
+  EXPECT_EQ(j.at("logging").at("level"), 0);
+  EXPECT_TRUE(j.at("logging").at("file").is_null());
+  ASSERT_TRUE(j.at("gpus").is_array());
+  if (j.at("gpus").empty()) {
+    EXPECT_FALSE(j.at("gpu_fallback_reason").get<std::string>().empty());
+  } else {
+    for (const auto& g : j.at("gpus")) {
+      if (g.contains("why")) continue;  // a GPU the build's kernels do not load on
+      ASSERT_EQ(g.at("kernels").size(), std::size(spmma::detail::kGemmPairs));
+      for (const auto& k : g.at("kernels")) EXPECT_TRUE(k.at("kernel").is_string() || k.contains("why")) << k.dump();
+    }
+  }
+  // The level in force, as the environment sets it (logging never changes what runs).
+  ::setenv("SPMMA_LOG_LEVEL", "3", 1);  // the child inherits it
+  r = run("info --json");
+  ::unsetenv("SPMMA_LOG_LEVEL");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out).at("logging").at("level"), 3);
 }

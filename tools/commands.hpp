@@ -12,5 +12,6 @@ void register_ptx(CLI::App& app);        // cmd_ptx.cpp: PTX modules for ptxas
 void register_conform(CLI::App& app);    // cmd_conform.cpp: hardware conformance
 void register_bench(CLI::App& app);      // cmd_bench.cpp: sparse matmul against dense baselines
 void register_demo(CLI::App& app);       // cmd_demo.cpp: the README's main job
+void register_info(CLI::App& app);       // cmd_info.cpp: version, build, GPUs, kernels, logging
 
 }  // namespace spmma::cli

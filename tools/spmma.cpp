@@ -81,6 +81,7 @@ int main(int argc, char** argv) {
   spmma::cli::register_conform(app);
   spmma::cli::register_bench(app);
   spmma::cli::register_demo(app);
+  spmma::cli::register_info(app);
 
   try {
     app.parse(argc, argv);
