@@ -18,7 +18,17 @@
 #include <string_view>
 #include <vector>
 
+#include "spmma/error.hpp"
+
 namespace spmma::io {
+
+// "<name>: ", or nothing for an empty name: how the file readers' messages name their input.
+inline std::string name_prefix(std::string_view name) { return name.empty() ? std::string() : std::string(name) + ": "; }
+
+// io_error "<name>: <what>" (the readers' one way to refuse an input).
+[[noreturn]] inline void io_fail(std::string_view name, const std::string& what) {
+  fail(Status::io_error, name_prefix(name) + what);
+}
 
 // Untrusted text (a header, a key, a dtype) rendered for an error message: printable ASCII as
 // is, a newline as \n, other bytes as \xNN, at most `max` characters then "...".
@@ -47,6 +57,19 @@ std::vector<uint8_t> read_file(const std::string& path);
 // io_error naming the path when a write, flush or close fails (ENOSPC, EIO, a missing
 // directory); the target is then unchanged.
 void write_file(const std::string& path, std::span<const uint8_t> bytes);
+
+// write_file(path, serialize()), where an Error from serialize() (a value the format cannot
+// hold) becomes io_error "<path>: cannot write: ...".
+template <class Serialize>
+void write_serialized(const std::string& path, Serialize&& serialize) {
+  std::vector<uint8_t> bytes;
+  try {
+    bytes = serialize();
+  } catch (const Error& e) {
+    io_fail(path, std::string("cannot write: ") + e.what());
+  }
+  write_file(path, bytes);
+}
 
 class OutputFiles {
  public:

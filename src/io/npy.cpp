@@ -30,23 +30,14 @@
 namespace spmma {
 namespace {
 
+using io::io_fail;
+using io::name_prefix;
 using io::printable;
 
 constexpr uint8_t kMagic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
 constexpr size_t kAlign = 64;
 constexpr const char* kSupported = "|b1 |i1 |u1 <i2 <u2 <i4 <u4 <i8 <u8 <f2 <f4 <f8 |V1 <V2 <V4 <V8";
 
-[[noreturn]] void io_fail(std::string_view name, const std::string& what) {
-  std::string msg;
-  if (!name.empty()) {
-    msg.append(name);
-    msg += ": ";
-  }
-  msg += what;
-  fail(Status::io_error, msg);
-}
-
-std::string prefix(std::string_view name) { return name.empty() ? std::string() : std::string(name) + ": "; }
 
 std::string shape_str(const std::vector<int64_t>& shape) {
   std::string s = "(";
@@ -515,13 +506,7 @@ std::vector<uint8_t> serialize_npy(const NpyArray& a) {
 NpyArray read_npy(const std::string& path) { return parse_npy(io::read_file(path), path); }
 
 void write_npy(const std::string& path, const NpyArray& a) {
-  std::vector<uint8_t> bytes;
-  try {
-    bytes = serialize_npy(a);
-  } catch (const Error& e) {
-    io_fail(path, std::string("cannot write: ") + e.what());
-  }
-  io::write_file(path, bytes);
+  io::write_serialized(path, [&] { return serialize_npy(a); });
 }
 
 // ------------------------------------------------------------------ whole files (files.hpp)
@@ -808,7 +793,7 @@ Matrix npy_to_matrix(const NpyArray& a, ElemType t, std::string_view name) {
     try {
       m.bits[static_cast<size_t>(i)] = encode(t, v);
     } catch (const Error& e) {
-      fail(e.code(), prefix(name) + elem_where(a, i) + " = " + fmt_value(v) + " cannot be encoded as " +
+      fail(e.code(), name_prefix(name) + elem_where(a, i) + " = " + fmt_value(v) + " cannot be encoded as " +
                          std::string(type_name(t)) + ": " + e.what());
     }
   }
@@ -817,7 +802,7 @@ Matrix npy_to_matrix(const NpyArray& a, ElemType t, std::string_view name) {
 
 Matrix npy_bits_to_matrix(const NpyArray& a, ElemType t, std::string_view name) {
   if (!(npy_dtype_is_integer(a.dtype) || npy_dtype_is_void(a.dtype)) || a.dtype == "|b1")
-    fail(Status::io_error, prefix(name) + "bit patterns of " + std::string(type_name(t)) +
+    fail(Status::io_error, name_prefix(name) + "bit patterns of " + std::string(type_name(t)) +
                                " need an integer or raw-bytes array (" + std::string(npy_bits_dtype(t)) + "), got dtype '" +
                                a.dtype + "'");
   const int bits = type_info(t).bits;
@@ -829,7 +814,7 @@ Matrix npy_bits_to_matrix(const NpyArray& a, ElemType t, std::string_view name) 
     if ((raw & ~mask) != 0) {
       char buf[32];
       std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(raw));
-      fail(Status::invalid_value, prefix(name) + elem_where(a, i) + " = " + buf + " does not fit in the " +
+      fail(Status::invalid_value, name_prefix(name) + elem_where(a, i) + " = " + buf + " does not fit in the " +
                                       std::to_string(bits) + "-bit pattern of " + std::string(type_name(t)));
     }
     m.bits[static_cast<size_t>(i)] = raw;

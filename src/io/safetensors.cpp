@@ -18,6 +18,8 @@
 namespace spmma {
 namespace {
 
+using io::io_fail;
+using io::name_prefix;
 using io::printable;
 
 using json = nlohmann::json;
@@ -35,9 +37,6 @@ constexpr DtypeSize kDtypes[] = {{"BOOL", 1},    {"U8", 1},   {"I8", 1},   {"F8_
                                  {"F64", 8}};
 constexpr const char* kDtypeList = "BOOL U8 I8 F8_E5M2 F8_E4M3 F8_E8M0 U16 I16 F16 BF16 U32 I32 F32 U64 I64 F64";
 
-std::string prefix(std::string_view name) { return name.empty() ? std::string() : std::string(name) + ": "; }
-
-[[noreturn]] void io_fail(std::string_view name, const std::string& what) { fail(Status::io_error, prefix(name) + what); }
 
 std::string shape_str(const std::vector<int64_t>& shape) {
   std::string s = "[";
@@ -180,7 +179,7 @@ SafeTensors parse_safetensors(std::span<const uint8_t> bytes, std::string_view n
     t.name = key;
     if (!v["dtype"].is_string()) bad("has a dtype that is " + json_kind(v["dtype"]) + ", not a string");
     t.dtype = v["dtype"].get<std::string>();
-    const size_t item = safetensors_dtype_size(t.dtype, prefix(name) + where);
+    const size_t item = safetensors_dtype_size(t.dtype, name_prefix(name) + where);
     if (!v["shape"].is_array()) bad("has a shape that is " + json_kind(v["shape"]) + ", not an array");
     for (const json& d : v["shape"]) {
       uint64_t u = 0;
@@ -286,13 +285,7 @@ std::vector<uint8_t> serialize_safetensors(const SafeTensors& f) {
 SafeTensors read_safetensors(const std::string& path) { return parse_safetensors(io::read_file(path), path); }
 
 void write_safetensors(const std::string& path, const SafeTensors& f) {
-  std::vector<uint8_t> bytes;
-  try {
-    bytes = serialize_safetensors(f);
-  } catch (const Error& e) {
-    io_fail(path, std::string("cannot write: ") + e.what());
-  }
-  io::write_file(path, bytes);
+  io::write_serialized(path, [&] { return serialize_safetensors(f); });
 }
 
 // ------------------------------------------------------------------ the compressed-matrix container
@@ -407,7 +400,7 @@ Compressed compressed_from_safetensors(const SafeTensors& f, std::string_view na
     if ((raw & ~mask) != 0) {
       char buf[32];
       std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(raw));
-      fail(Status::invalid_value, prefix(name) + "tensor \"values\" element (" + std::to_string(i / static_cast<size_t>(c.cols / 2)) +
+      fail(Status::invalid_value, name_prefix(name) + "tensor \"values\" element (" + std::to_string(i / static_cast<size_t>(c.cols / 2)) +
                                       ", " + std::to_string(i % static_cast<size_t>(c.cols / 2)) + ") = " + buf +
                                       " does not fit in the " + std::to_string(bits) + "-bit pattern of " +
                                       std::string(type_name(c.type)));
