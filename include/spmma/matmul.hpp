@@ -167,6 +167,7 @@ struct PlanOptions {
   int tile_n = 0;   // sm90: the CTA tile's N (64, 128, 256; fp8 with promotion 192 in place of 256)
   int splits = 0;   // sm90: split K into this many parts (1 = none, up to 16; each at least 2 stages)
   int group_m = 0;  // sm90: rasterization, M tiles walked before the next N tiles (1 .. 1024)
+  int cluster_m = 0;  // sm90: CTAs per cluster along M (1, or 2 sharing B's tile by TMA multicast)
 };
 
 // What a plan runs, field by field (describe() says the same in words).
@@ -177,6 +178,7 @@ struct PlanInfo {
   int tile_m = 0, tile_n = 0, stages = 0;         // CTA tile and pipeline depth (GPU)
   int splits = 1;                                 // split K (sm90)
   int group_m = 0;                                // rasterization group (sm90)
+  int cluster_m = 1;                              // CTAs per cluster along M (sm90)
   bool b_repacked = false;                        // B copied or transposed into the workspace each run
   std::string b_repack_why;                       // why, when it is
   std::string not_sm90_why;                       // why an sm_90 GPU's plan is on the sm80 kernel

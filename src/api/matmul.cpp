@@ -433,9 +433,10 @@ Plan::Plan(Handle& h, const MatmulDesc& desc, const PlanOptions& options) : impl
       options.kernel != KernelFamily::sm80)
     fail(Status::invalid_argument,
          "PlanOptions.kernel = " + str(static_cast<int64_t>(options.kernel)) + " is not a KernelFamily");
-  if (options.tile_n < 0 || options.splits < 0 || options.group_m < 0)
+  if (options.tile_n < 0 || options.splits < 0 || options.group_m < 0 || options.cluster_m < 0)
     fail(Status::invalid_argument, "PlanOptions: tile_n = " + str(int64_t{options.tile_n}) + ", splits = " +
                                        str(int64_t{options.splits}) + ", group_m = " + str(int64_t{options.group_m}) +
+                                       ", cluster_m = " + str(int64_t{options.cluster_m}) +
                                        " must not be negative (0 leaves the choice to the heuristics)");
   detail::Backend& be = backend_of(h);
   // The combination must be a row the backend runs: the same predicate supported_types uses.

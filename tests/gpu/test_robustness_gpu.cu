@@ -786,19 +786,24 @@ TEST_F(Robust, EveryPinnedConfigurationMatchesTheCpu) {
             }
             o.beta = splits == 3 ? 0.5f : 0.f;
             Images im = make_images(d, rng, {});
-            twin(d, im, o, *h_);
-            const PlanInfo info = Plan(*h_, d, o.plan).info();
-            EXPECT_EQ(info.kernel, KernelFamily::sm90);
-            EXPECT_EQ(info.tile_n, tile);
-            EXPECT_EQ(info.splits, splits);
-            EXPECT_EQ(info.group_m, o.plan.group_m);
-            EXPECT_GE(info.stages, 3);
-            ++runs;
+            for (int cluster : {1, 2}) {  // M = 200: two M tiles, one cluster of 2
+              SCOPED_TRACE("cluster " + std::to_string(cluster));
+              o.plan.cluster_m = cluster;
+              twin(d, im, o, *h_);
+              const PlanInfo info = Plan(*h_, d, o.plan).info();
+              EXPECT_EQ(info.kernel, KernelFamily::sm90);
+              EXPECT_EQ(info.tile_n, tile);
+              EXPECT_EQ(info.splits, splits);
+              EXPECT_EQ(info.group_m, o.plan.group_m);
+              EXPECT_EQ(info.cluster_m, cluster);
+              EXPECT_GE(info.stages, 3);
+              ++runs;
+            }
           }
         }
       }
     }
-    EXPECT_GE(runs, 45);  // at least one run of each of the 45 instantiations
+    EXPECT_GE(runs, 90);  // at least one run of each of the 45 instantiations, alone and in a cluster of 2
     // What a plan cannot take.
     const auto IA = Status::invalid_argument, NS = Status::not_supported;
     MatmulDesc d = desc_of(T::bf16, T::bf16, T::f32, 200, 150, 256);  // 4 stages
@@ -812,6 +817,11 @@ TEST_F(Robust, EveryPinnedConfigurationMatchesTheCpu) {
     expect_error([&] { Plan(*h_, d, p); }, NS, {"splits = 3", "4 pipeline stages", "2 splits would run"});
     p.splits = 17;
     expect_error([&] { Plan(*h_, d, p); }, IA, {"splits = 17"});
+    p = {};
+    p.cluster_m = 3;
+    expect_error([&] { Plan(*h_, d, p); }, IA, {"cluster_m = 3", "1 or 2"});
+    p.cluster_m = -1;
+    expect_error([&] { Plan(*h_, d, p); }, IA, {"cluster_m = -1", "must not be negative"});
     MatmulDesc f8 = desc_of(T::e4m3, T::e4m3, T::f32, 200, 150, 256);
     p = {};
     p.tile_n = 256;
@@ -823,6 +833,8 @@ TEST_F(Robust, EveryPinnedConfigurationMatchesTheCpu) {
     p = {};
     p.kernel = KernelFamily::sm80, p.tile_n = 128;
     expect_error([&] { Plan(*h_, d, p); }, NS, {"sm80 kernel", "no split K"});
+    p.tile_n = 0, p.cluster_m = 2;
+    expect_error([&] { Plan(*h_, d, p); }, NS, {"cluster_m", "sm80 kernel"});
   }
   // The sm80 kernel, pinned, for every listed type (on Hopper it otherwise runs only 4-bit types).
   for (const TypeCombo& tc : supported_types(*h_)) {
@@ -835,4 +847,38 @@ TEST_F(Robust, EveryPinnedConfigurationMatchesTheCpu) {
     twin(d, im, o, *h_);
     EXPECT_EQ(Plan(*h_, d, o.plan).info().kernel, KernelFamily::sm80);
   }
+}
+
+// Clusters of 2 CTAs sharing B by multicast, where they are easy to get wrong: an odd number of M
+// tiles (the last cluster's second CTA lies past A's rows and must store nothing, yet load and
+// share its half of B), one M tile, N not a multiple of the tile or of half of it, batches with
+// A shared and per entry, split K, both D layouts, C, against the CPU.
+TEST_F(Robust, ClustersOfTwoMatchTheCpu) {
+  if (h_->compute_capability() != 90 || supported_types(*h_).empty() ||
+      Plan(*h_, desc_of(T::bf16, T::bf16, T::f32, 16, 8, 32)).info().kernel != KernelFamily::sm90)
+    GTEST_SKIP() << "the sm90 kernel does not run here (needs an sm_90 GPU and sm_90a machine code)";
+  std::mt19937_64 rng(seed() + 9);
+  int turn = 0;
+  for (T t : {T::bf16, T::e4m3, T::s8})
+    for (int64_t m : {300, 100, 520})  // 3, 1 and 5 M tiles of 128
+      for (int splits : {1, 2}) {
+        const T cd = is_int(t) ? T::s32 : T::bf16;
+        MatmulDesc d = desc_of(t, t, cd, m, 72 + 40 * (turn % 3), 8 * kstep(t));  // 4 stages
+        d.batch = 1 + turn % 3;
+        d.a_per_batch = turn % 2 == 1;
+        d.cd_order = turn % 2 ? Order::col_major : Order::row_major;
+        d.bias = turn % 3 != 1;
+        SCOPED_TRACE(std::string(type_name(t)) + " m " + std::to_string(m) + " n " + std::to_string(d.n) + " batch " +
+                     std::to_string(d.batch) + " splits " + std::to_string(splits));
+        RunOpts o;
+        o.plan.cluster_m = 2, o.plan.splits = splits;
+        o.plan.tile_n = turn % 2 ? 64 : 128;
+        o.beta = turn % 2 ? 0.5f : 0.f;
+        Images im = make_images(d, rng, {});
+        twin(d, im, o, *h_);
+        const Plan plan(*h_, d, o.plan);
+        EXPECT_EQ(plan.info().cluster_m, 2);
+        EXPECT_NE(plan.describe().find("clusters of 2"), std::string::npos) << plan.describe();
+        ++turn;
+      }
 }

@@ -90,7 +90,7 @@ struct GpuKernel final : Kernel {
   }
   std::string describe() const override {
     if (wgmma)
-      return std::string("sm90 wgmma.sp kernel: ") + wgmma->instruction + ", " + sm90::describe_tile(cfg.block_n) +
+      return std::string("sm90 wgmma.sp kernel: ") + wgmma->instruction + ", " + sm90::describe_tile(cfg.block_n, cfg.cluster_m) +
              (cfg.splits > 1 ? ", split K in " + std::to_string(cfg.splits) : "") +
              (gemm_promotes(desc.a_type) ? (wgmma->promoted ? ", fp8 sums promoted to f32 every 2 instructions"
                                                             : ", fp8 sums in the tensor cores (fast_accumulation)")
@@ -109,6 +109,7 @@ struct GpuKernel final : Kernel {
     i.stages = wgmma ? cfg.stages : sm80::kPipelineStages;
     i.splits = wgmma ? cfg.splits : 1;
     i.group_m = wgmma ? cfg.group_m : 0;
+    i.cluster_m = wgmma ? cfg.cluster_m : 1;
     i.b_repacked = b_read != BRead::in_place;
     if (i.b_repacked) i.b_repack_why = b_why;
     i.not_sm90_why = sm80_why;
@@ -160,7 +161,10 @@ struct GpuKernel final : Kernel {
     p.batch = static_cast<int>(desc.batch);
     p.batch0 = 0;
     p.splits = cfg.splits, p.stages_per_split = cfg.splits > 1 ? cfg.stages_per_split : 1 << 30;
+    p.plain = alpha == 1.f && beta == 0.f && bias == nullptr &&
+              (desc.activation == Activation::none || desc.activation == Activation::relu);
     p.group_m = cfg.group_m;
+    p.cluster_m = cfg.cluster_m;
     p.partial = cfg.splits > 1 ? static_cast<uint8_t*>(workspace) + repacked_b_bytes() : nullptr;
     if (wgmma)
       sm90::launch(*wgmma, st.a_maps(p), b_map_for(p), p, s);
@@ -216,8 +220,8 @@ struct GpuBackend final : Backend {
     if (pins.kernel == KernelFamily::sm90 && !sm90_runs(a, b))
       fail(Status::not_supported, "PlanOptions.kernel = sm90: the sm90 kernel cannot run this plan (" + k.sm80_why + ")");
     if (!k.sm80_why.empty()) {
-      if (pins.tile_n || pins.splits || pins.group_m)
-        fail(Status::not_supported, "PlanOptions: tile_n, splits and group_m pin the sm90 kernel's choices; this plan runs "
+      if (pins.tile_n || pins.splits || pins.group_m || pins.cluster_m)
+        fail(Status::not_supported, "PlanOptions: tile_n, splits, group_m and cluster_m pin the sm90 kernel's choices; this plan runs "
                                     "the sm80 kernel (" + k.sm80_why + "), whose tile is fixed (" + sm80::describe_tile() +
                                     ") and which has no split K");
       return;
@@ -248,7 +252,7 @@ struct GpuBackend final : Backend {
     k->instr = in;
     k->b_bits = memory_bits(desc.b_type);
     choose_kernel(*k, pins);
-    const int64_t ctas = k->wgmma ? sm90::ctas(padded_rows(desc.m), desc.n, k->cfg.block_n) : sm80::ctas(padded_rows(desc.m), desc.n);
+    const int64_t ctas = k->wgmma ? sm90::ctas(padded_rows(desc.m), desc.n, k->cfg.block_n, k->cfg.cluster_m) : sm80::ctas(padded_rows(desc.m), desc.n);
     if (ctas > INT_MAX)
       fail(Status::not_supported, "GPU: " + std::to_string(ctas) + " CTA tiles of " + std::to_string(desc.m) + " x " +
                                       std::to_string(desc.n) + " exceed the grid's 2^31 - 1");

@@ -49,7 +49,9 @@ struct Params {
   // (splits x batch x m_pad x n) for a reduce kernel; each split runs stages_per_split stages.
   int splits, stages_per_split;
   void* partial;
+  bool plain;              // alpha = 1, beta = 0, no bias, activation none or ReLU (plain_value)
   int group_m;             // sm90 rasterization: M tiles per group (0: the kernel's default)
+  int cluster_m;           // sm90: CTAs per cluster along M (1 or 2), sharing B's tile by multicast
 };
 
 // The 32-bit shared-memory address of a generic pointer, as PTX shared-space operands take it.
@@ -95,31 +97,59 @@ __device__ __forceinline__ void epilogue_store(const Params& p, int batch, int r
           detail::epilogue_value(acc, p.alpha, p.beta, c, p.bias != nullptr, p.bias ? p.bias[row] : 0.0, p.activation));
 }
 
-// Whether the row-major vector path applies: D row-major without C, a float output type, rows
-// and batch entries 16-byte aligned.
-__device__ __forceinline__ bool vector_rows_ok(const Params& p) {
-  const int eb = p.d_type == CdType::f32 ? 4 : 2;
-  return !p.cd_col_major && p.beta == 0.f &&
-         (p.d_type == CdType::f32 || p.d_type == CdType::bf16 || p.d_type == CdType::f16) &&
-         reinterpret_cast<uintptr_t>(p.d) % 16 == 0 && (p.ldd * eb) % 16 == 0 && (p.batch_d * eb) % 16 == 0;
+// Bytes of a C/D element.
+__device__ __forceinline__ int cd_bytes(CdType t) {
+  return t == CdType::f32 || t == CdType::s32 ? 4 : t == CdType::s8 ? 1 : 2;
 }
 
-// Elements (row, col .. col+7) of D from their accumulators (vector_rows_ok(p) holds): one 16-byte
-// store per 8 bf16/f16 values, two per 8 f32 values; past N element by element.
-__device__ __forceinline__ void store_row8(const Params& p, int batch, int row, int col, const double (&acc)[8]) {
-  if (col + 8 > p.n) {
-    for (int j = 0; j < 8 && col + j < p.n; ++j) epilogue_store(p, batch, row, col + j, acc[j]);
-    return;
-  }
-  const double bias = p.bias ? p.bias[row] : 0.0;
-  double y[8];
-#pragma unroll
-  for (int j = 0; j < 8; ++j) y[j] = detail::epilogue_value(acc[j], p.alpha, 0.0, 0.0, p.bias != nullptr, bias, p.activation);
-  const int64_t idx = batch * p.batch_d + static_cast<int64_t>(row) * p.ldd + col;
+// Whether the row-major vector path applies: D row-major without C, and every run of 8 elements
+// starting at a multiple of 8 aligned for one store of its bytes (16 at most: 32-byte runs are
+// two stores).
+__device__ __forceinline__ bool vector_rows_ok(const Params& p) {
+  const int eb = cd_bytes(p.d_type), align = eb == 1 ? 8 : 16;
+  return !p.cd_col_major && p.beta == 0.f && reinterpret_cast<uintptr_t>(p.d) % align == 0 &&
+         (p.ldd * eb) % align == 0 && (p.batch_d * eb) % align == 0;
+}
+
+// The plain epilogue (p.plain: alpha = 1, beta = 0, no bias, no activation or ReLU) in the
+// accumulator's own arithmetic: the same bits as epilogue_value's double arithmetic, because
+// there v = acc + 0 exactly (an f32 or s32 value is exact in double; + 0 turns -0 into +0 in both)
+// and D is that value rounded once, which a direct f32 -> bf16/f16 conversion does too. Measured
+// on the H100: the double path cost ~1/3 of an int8 GEMM's time at 8192^3 (docs/benchmarks.md).
+__device__ __forceinline__ float plain_value(float acc, bool relu) {
+  const float v = acc + 0.0f;
+  return relu ? (v > 0.0f ? v : 0.0f) : v;  // NaN -> 0 as activate()
+}
+__device__ __forceinline__ int32_t plain_value(int32_t acc, bool relu) { return relu ? max(acc, 0) : acc; }
+
+// 8 values into D at idx (vector_rows_ok(p) holds): stores of 16 bytes (8 bytes for s8).
+__device__ __forceinline__ void store8(const Params& p, int64_t idx, const float (&y)[8]) {
   if (p.d_type == CdType::f32) {
     float4* d = reinterpret_cast<float4*>(static_cast<float*>(p.d) + idx);
-    d[0] = make_float4(static_cast<float>(y[0]), static_cast<float>(y[1]), static_cast<float>(y[2]), static_cast<float>(y[3]));
-    d[1] = make_float4(static_cast<float>(y[4]), static_cast<float>(y[5]), static_cast<float>(y[6]), static_cast<float>(y[7]));
+    d[0] = make_float4(y[0], y[1], y[2], y[3]);
+    d[1] = make_float4(y[4], y[5], y[6], y[7]);
+    return;
+  }
+  uint4 packed;
+  uint32_t* w = reinterpret_cast<uint32_t*>(&packed);
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    if (p.d_type == CdType::bf16) {
+      const __nv_bfloat162 h = __floats2bfloat162_rn(y[2 * j], y[2 * j + 1]);
+      w[j] = reinterpret_cast<const uint32_t&>(h);
+    } else {
+      const __half2 h = __floats2half2_rn(y[2 * j], y[2 * j + 1]);
+      w[j] = reinterpret_cast<const uint32_t&>(h);
+    }
+  }
+  *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.d) + idx) = packed;
+}
+__device__ __forceinline__ void store8(const Params& p, int64_t idx, const double (&y)[8]) {
+  if (p.d_type == CdType::f32) {
+    float f[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) f[j] = static_cast<float>(y[j]);
+    store8(p, idx, f);
     return;
   }
   uint4 packed;
@@ -135,6 +165,62 @@ __device__ __forceinline__ void store_row8(const Params& p, int batch, int row, 
     }
   }
   *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.d) + idx) = packed;
+}
+// Integer D: y already rounded and saturated into D's range.
+__device__ __forceinline__ void store8(const Params& p, int64_t idx, const int32_t (&y)[8]) {
+  if (p.d_type == CdType::s32) {
+    int4* d = reinterpret_cast<int4*>(static_cast<int32_t*>(p.d) + idx);
+    d[0] = make_int4(y[0], y[1], y[2], y[3]);
+    d[1] = make_int4(y[4], y[5], y[6], y[7]);
+    return;
+  }
+  uint2 packed;
+  uint32_t* w = reinterpret_cast<uint32_t*>(&packed);
+#pragma unroll
+  for (int j = 0; j < 2; ++j)
+    w[j] = (y[4 * j] & 0xFF) | (y[4 * j + 1] & 0xFF) << 8 | (y[4 * j + 2] & 0xFF) << 16 | static_cast<uint32_t>(y[4 * j + 3]) << 24;
+  *reinterpret_cast<uint2*>(static_cast<int8_t*>(p.d) + idx) = packed;
+}
+
+// Elements (row, col .. col+7) of D from their raw accumulator words (vector_rows_ok(p) holds):
+// one or two vector stores; past N element by element.
+template <class Acc>
+__device__ __forceinline__ void store_row8(const Params& p, int batch, int row, int col, const uint32_t* raw) {
+  if (col + 8 > p.n) {
+    for (int j = 0; j < 8 && col + j < p.n; ++j) epilogue_store(p, batch, row, col + j, acc_value<Acc>(raw[j]));
+    return;
+  }
+  const int64_t idx = batch * p.batch_d + static_cast<int64_t>(row) * p.ldd + col;
+  const bool relu = p.activation == detail::kActRelu;
+  if constexpr (std::is_same_v<Acc, float>) {
+    if (p.plain) {
+      float y[8];
+#pragma unroll
+      for (int j = 0; j < 8; ++j) y[j] = plain_value(__uint_as_float(raw[j]), relu);
+      store8(p, idx, y);
+      return;
+    }
+    const double bias = p.bias ? p.bias[row] : 0.0;
+    double y[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+      y[j] = detail::epilogue_value(__uint_as_float(raw[j]), p.alpha, 0.0, 0.0, p.bias != nullptr, bias, p.activation);
+    store8(p, idx, y);
+  } else {  // s32 sums: s32 or s8 D
+    const int32_t lo = p.d_type == CdType::s8 ? -128 : INT32_MIN, hi = p.d_type == CdType::s8 ? 127 : INT32_MAX;
+    int32_t y[8];
+    if (p.plain) {
+#pragma unroll
+      for (int j = 0; j < 8; ++j) y[j] = min(max(plain_value(static_cast<int32_t>(raw[j]), relu), lo), hi);
+    } else {
+      const double bias = p.bias ? p.bias[row] : 0.0;
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+        y[j] = detail::to_integer_output(detail::epilogue_value(static_cast<int32_t>(raw[j]), p.alpha, 0.0, 0.0,
+                                                                p.bias != nullptr, bias, p.activation), lo, hi);
+    }
+    store8(p, idx, y);
+  }
 }
 
 }  // namespace spmma::gemm

@@ -23,6 +23,14 @@ __device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* bar, uint32_t by
 
 __device__ __forceinline__ void mbar_arrive(uint64_t* bar) { (void)::cuda::ptx::mbarrier_arrive(bar); }
 
+// One arrival on a barrier of another CTA of the cluster (`bar` from ptx::in_cta). Relaxed: what
+// it announces (the wgmmas that read a stage are retired, wgmma.wait_group) needs no memory
+// ordering, and the .release.cluster form costs a MEMBAR.ALL.GPU before every arrival in the SASS
+// (measured on the H100: clusters of 2 ran at half speed with it, docs/benchmarks.md).
+__device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar) {
+  ::cuda::ptx::mbarrier_arrive(::cuda::ptx::sem_relaxed, ::cuda::ptx::scope_cluster, ::cuda::ptx::space_cluster, bar, 1u);
+}
+
 // Blocks until the barrier's phase of parity `parity` has completed.
 __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
   while (!::cuda::ptx::mbarrier_try_wait_parity(bar, parity)) {

@@ -17,4 +17,13 @@ __device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map
                                     static_cast<void*>(__cvta_shared_to_generic(dst)), map, coords, bar);
 }
 
+// The same copy delivered to every CTA of the cluster named in `cta_mask` (bit r: rank r), at
+// the same shared-memory offset in each, completing on each one's mbarrier at `bar`'s offset.
+__device__ __forceinline__ void tma_load_3d_multicast(uint32_t dst, const CUtensorMap* map, uint64_t* bar, int x, int y,
+                                                      int z, uint16_t cta_mask) {
+  const int32_t coords[3] = {x, y, z};
+  ::cuda::ptx::cp_async_bulk_tensor(::cuda::ptx::space_cluster, ::cuda::ptx::space_global,
+                                    static_cast<void*>(__cvta_shared_to_generic(dst)), map, coords, bar, cta_mask);
+}
+
 }  // namespace spmma::ptx

@@ -48,19 +48,15 @@ __device__ __forceinline__ void store_partials(const uint32_t* tile, const WorkT
   }
 }
 
-// Row-major D without C: 8 consecutive columns per thread, one 16-byte (bf16/f16) or two (f32)
-// stores; the row's tail past N element by element.
+// Row-major D without C: 8 consecutive columns per thread, one or two vector stores
+// (gemm::store_row8); the row's tail past N element by element.
 template <class Acc, int BlockN>
 __device__ __forceinline__ void store_rows_vector(const uint32_t* tile, const WorkTile& w, int row0, const gemm::Params& p) {
 #pragma unroll 1
   for (int i = threadIdx.x % 128; i < 64 * BlockN / 8; i += 128) {
     const int r = i / (BlockN / 8), col = (i % (BlockN / 8)) * 8;
     if (row0 + r >= p.m) continue;
-    const uint32_t* src = tile + r * EpilogueTile<BlockN>::kLd + col;
-    double v[8];
-#pragma unroll
-    for (int j = 0; j < 8; ++j) v[j] = gemm::acc_value<Acc>(src[j]);
-    gemm::store_row8(p, w.batch, row0 + r, w.n0 + col, v);
+    gemm::store_row8<Acc>(p, w.batch, row0 + r, w.n0 + col, tile + r * EpilogueTile<BlockN>::kLd + col);
   }
 }
 
@@ -84,6 +80,7 @@ __device__ __forceinline__ void epilogue(const Acc (&acc)[BlockN / 2], uint8_t* 
   stage_accumulators<Acc, BlockN>(tile, acc);
   ptx::named_barrier_sync(2 + c, 128);
   const int row0 = w.m0 + 64 * c;
+  if (row0 >= p.m_pad) return;  // past A's rows: the odd CTA of the last cluster (scheduler.cuh)
   if (p.splits > 1) store_partials<BlockN>(tile, w, row0, p);
   else if (gemm::vector_rows_ok(p)) store_rows_vector<Acc, BlockN>(tile, w, row0, p);
   else store_elements<Acc, BlockN>(tile, w, row0, p);

@@ -22,6 +22,8 @@ constexpr int kGroupM = 32;
 // 64/128 tiles on the H100 (bf16 4096x16x4096: 15 -> 28 TFLOP/s) confirmed these.
 constexpr int kMinStagesPerSplit = 8, kMaxSplits = 16;
 
+constexpr int kClusterMinMTiles = 4;
+
 int64_t stages_for(const MatmulDesc& d, int inst_k) { return (d.k / inst_k + 1) / 2; }  // 2 K steps each
 
 // Stages per split for `want` splits: whole pairs of stages (the kernel's split boundaries).
@@ -83,6 +85,19 @@ Config choose(const MatmulDesc& d, bool promoted, int inst_k, int sm_count, cons
   } else if (pins.splits > 1) {
     fail(Status::not_supported, "PlanOptions.splits = " + std::to_string(pins.splits) + ": K = " + std::to_string(d.k) +
                                     " has " + std::to_string(stages) + " pipeline stage(s), too few to split");
+  }
+
+  // Clusters of 2 along M share B's tile (TMA multicast): half of B's L2 -> SM traffic, the
+  // larger share of a sparse GEMM's (B is dense, A compressed). Taken where the tiles fill the
+  // GPU (at least one wave) and M has 4 or more tiles, so that an odd CTA past A's rows stays rare.
+  if (pins.cluster_m) {
+    if (pins.cluster_m > kMaxCluster)
+      fail(Status::invalid_argument, "PlanOptions.cluster_m = " + std::to_string(pins.cluster_m) +
+                                         ": the sm90 kernel runs clusters of 1 or 2 CTAs");
+    c.cluster_m = pins.cluster_m;
+  } else {
+    const int64_t m_tiles = (d.m + kBlockM - 1) / kBlockM;
+    c.cluster_m = m_tiles >= kClusterMinMTiles && tiles >= sm_count ? 2 : 1;
   }
 
   if (pins.group_m && (pins.group_m < 1 || pins.group_m > 1024))

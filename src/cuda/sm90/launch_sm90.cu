@@ -84,8 +84,10 @@ const Entry* find(ElemType a, ElemType b, int block_n, bool promoted) {
   return nullptr;
 }
 
-std::string describe_tile(int block_n) {
-  return "CTA tile " + std::to_string(kBlockM) + "x" + std::to_string(block_n) + ", " + std::to_string(stages_for(block_n)) +
+std::string describe_tile(int block_n, int cluster) {
+  return "CTA tile " + std::to_string(kBlockM) + "x" + std::to_string(block_n) +
+         (cluster > 1 ? " in clusters of " + std::to_string(cluster) + " along M sharing B by multicast" : "") + ", " +
+         std::to_string(stages_for(block_n)) +
          " TMA stages, 1 producer + " + std::to_string(kConsumers) + " math warpgroups, " +
          std::to_string(kStepsPerStage) + " instructions per stage";
 }
@@ -119,7 +121,8 @@ AMaps encode_a(const gemm::Params& p) {
 CUtensorMap encode_b(const gemm::Params& p, int block_n, int b_bits) {
   const int64_t k_bytes = static_cast<int64_t>(p.k) * b_bits / 8;
   const int64_t b_batch_stride = p.batch > 1 ? p.batch_b_bytes : (p.n * p.ldb_bytes + 15) / 16 * 16;
-  return byte_map("B", p.b, k_bytes, p.n, p.ldb_bytes, p.batch, b_batch_stride, box_b(block_n));
+  // In a cluster, each CTA loads its share of the tile's columns (mainloop.cuh, produce).
+  return byte_map("B", p.b, k_bytes, p.n, p.ldb_bytes, p.batch, b_batch_stride, box_b(block_n / p.cluster_m));
 }
 
 void launch(const Entry& e, const AMaps& a, const CUtensorMap& b, const gemm::Params& p, cudaStream_t s) {

@@ -44,11 +44,15 @@ bool covers(ElemType a, ElemType b);
 // The instantiation for A/B at a tile width and accumulation, or null.
 const Entry* find(ElemType a, ElemType b, int block_n, bool promoted);
 
-// "CTA tile 128x256, 2 stages, ...": the kernel's shape at a tile width, for Plan::describe.
-std::string describe_tile(int block_n);
+// "CTA tile 128x256, 5 stages, ...": the kernel's shape at a tile width and cluster size, for
+// Plan::describe.
+std::string describe_tile(int block_n, int cluster);
 
-// CTAs of one launch at tile width block_n: M tiles x N tiles (a 1-D grid), at most 2^31 - 1.
-inline int64_t ctas(int64_t m_pad, int64_t n, int block_n) { return m_pad / kBlockM * ((n + block_n - 1) / block_n); }
+// CTAs of one launch at tile width block_n: M tiles (whole clusters of `cluster` CTAs) x N tiles
+// (a 1-D grid), at most 2^31 - 1.
+inline int64_t ctas(int64_t m_pad, int64_t n, int block_n, int cluster = 1) {
+  return (m_pad / kBlockM + cluster - 1) / cluster * cluster * ((n + block_n - 1) / block_n);
+}
 
 // Why the copy engine (TMA) cannot read a B stored in place with these byte strides (empty when
 // it can): the address of every column must be a multiple of 16 bytes, strides below 2^40.

@@ -8,6 +8,7 @@
 
 #include "common/gemm_params.cuh"
 #include "common/pipeline.cuh"
+#include "ptx/cluster.cuh"
 #include "ptx/mbarrier.cuh"
 #include "ptx/tma.cuh"
 #include "ptx/wgmma.cuh"
@@ -42,11 +43,13 @@ struct Smem {
   }
   __device__ __forceinline__ uint64_t* empty(int slot) const { return full(kStages + slot); }
 
-  // full: the producer's expect_tx arrival (+ the copies' bytes); empty: one arrival per math warp.
-  __device__ __forceinline__ void init_barriers() const {
+  // full: the producer's expect_tx arrival (+ the copies' bytes); empty: one arrival per math warp
+  // of each CTA of the cluster (a stage's B arrives in all of them at once, so all must be done
+  // with the slot before either producer refills it).
+  __device__ __forceinline__ void init_barriers(int cluster) const {
     for (int s = 0; s < kStages; ++s) {
       ptx::mbar_init(full(s), 1);
-      ptx::mbar_init(empty(s), kConsumers * 4);
+      ptx::mbar_init(empty(s), kConsumers * 4 * cluster);
     }
     ptx::mbar_fence_init();
   }
@@ -55,20 +58,28 @@ struct Smem {
 // ---------------------------------------------------------------- producer (one thread)
 // Per stage: A (kBlockM rows x 64 B, 64-byte swizzle), B (BlockN columns x 128 B, 128-byte
 // swizzle) and the stage's metadata group of the CTA's eight 16-row blocks, all completing on
-// the stage's `full` barrier.
+// the stage's `full` barrier. In a cluster of 2 (the same N tile), each CTA loads half of B's
+// columns and multicasts them to both: B's traffic from L2 per CTA halves, and each CTA's barrier
+// still counts the whole stage.
 template <int BlockN>
 __device__ __forceinline__ void produce(const Smem<BlockN>& sm, const CUtensorMap& tm_a, const CUtensorMap& tm_b,
                                         const CUtensorMap& tm_meta, const WorkTile& w, const gemm::Params& p) {
   const int a_z = p.batch_a_bytes ? w.batch : 0;
   const Box meta = box_meta(p.meta_lanes);
   const uint32_t tx_bytes = box_a().size() + box_b(BlockN).size() + meta.size();
+  const int cl = p.cluster_m, rank = static_cast<int>(blockIdx.x) % cl;
+  const Box b_part = box_b(BlockN / cl);  // this CTA's share of B (the tensor map's box)
   auto st = gemm::PipelineState<Smem<BlockN>::kStages>::producer_start();
   for (int i = 0; i < w.stages; ++i, st.advance()) {
     const int s = w.stage_begin + i;
     ptx::mbar_wait(sm.empty(st.index), st.phase);
     ptx::mbar_arrive_expect_tx(sm.full(st.index), tx_bytes);
     ptx::tma_load_3d(sm.a(st.index), &tm_a, sm.full(st.index), s * box_a().bytes, w.m0, a_z);
-    ptx::tma_load_3d(sm.b(st.index), &tm_b, sm.full(st.index), s * box_b(BlockN).bytes, w.n0, w.batch);
+    if (cl == 1)
+      ptx::tma_load_3d(sm.b(st.index), &tm_b, sm.full(st.index), s * b_part.bytes, w.n0, w.batch);
+    else
+      ptx::tma_load_3d_multicast(sm.b(st.index) + rank * b_part.size(), &tm_b, sm.full(st.index), s * b_part.bytes,
+                                 w.n0 + rank * b_part.rows, w.batch, (1u << cl) - 1);
     ptx::tma_load_3d(sm.meta(st.index), &tm_meta, sm.full(st.index), s * meta.bytes, w.m0 / 16, a_z);
   }
 }
@@ -98,6 +109,8 @@ __device__ __forceinline__ void consume(typename Form::Acc (&acc)[BlockN / 2], c
   // of each quad (the others pass a copy, which the hardware ignores).
   const int P = p.meta_lanes, g = lane / 4, t = lane % 4, L = P / 8;
   const uint32_t meta_off = (4 * c + warp) * box_meta(P).bytes + (g * L + min(t, L - 1)) * gemm::kMetaGroup * 4;
+  // The other CTA's empty barriers (a cluster of 2): its B slot is refilled with ours.
+  uint64_t* const peer_empty = p.cluster_m > 1 ? ptx::in_cta(sm.empty(0), ptx::cluster_rank() ^ 1) : nullptr;
   auto st = gemm::PipelineState<Smem<BlockN>::kStages>::consumer_start();
   for (int i = 0; i < w.stages; ++i, st.advance()) {
     // The stage's addresses before the wait: the metadata load follows it at once.
@@ -122,7 +135,10 @@ __device__ __forceinline__ void consume(typename Form::Acc (&acc)[BlockN / 2], c
     // cores busy meanwhile.
     ptx::wgmma_wait<0>();
     ptx::fence_operands(acc);
-    if (lane == 0) ptx::mbar_arrive(sm.empty(st.index));
+    if (lane == 0) {
+      ptx::mbar_arrive(sm.empty(st.index));
+      if (peer_empty) ptx::mbar_arrive_cluster(peer_empty + st.index);
+    }
     if constexpr (Promote) promote(acc, part);
   }
 }

@@ -8,7 +8,8 @@
 //
 // Warp specialisation, one CTA per SM, read top to bottom:
 //   scheduler (scheduler.cuh)  which tile, batch entry and K range this CTA computes;
-//   producer  (mainloop.cuh)   warpgroup 0, one thread: TMA loads of A, B and metadata per stage;
+//   producer  (mainloop.cuh)   warpgroup 0, one thread: TMA loads of A, B and metadata per stage
+//                              (B shared with the other CTA of a cluster of 2 by multicast);
 //   consumer  (mainloop.cuh)   warpgroups 1, 2 (64 rows each): wgmma.sp per stage, fp8 promotion;
 //   epilogue  (epilogue.cuh)   the math warpgroups write D through shared memory.
 #pragma once
@@ -18,6 +19,7 @@
 
 #include "common/gemm_params.cuh"
 #include "gemm_forms_sm90.cuh"
+#include "ptx/cluster.cuh"
 #include "ptx/warpgroup.cuh"
 #include "sm90/epilogue.cuh"
 #include "sm90/mainloop.cuh"
@@ -35,8 +37,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   extern __shared__ uint8_t smem_raw[];
   const Smem<BlockN> sm(smem_raw);
   const WorkTile w = work_tile<BlockN>(p);
-  if (threadIdx.x == 0) sm.init_barriers();
-  __syncthreads();
+  if (threadIdx.x == 0) sm.init_barriers(p.cluster_m);
+  // A cluster's CTAs arrive on each other's barriers and write each other's stages: both
+  // barrier sets are initialised before either CTA starts, and neither CTA leaves (its shared
+  // memory gone) while the other may still arrive on it.
+  if (p.cluster_m > 1) ptx::cluster_sync();
+  else __syncthreads();
 
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
@@ -50,6 +56,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     consume<F, BlockN, Promote>(acc, sm, w, p, wg - 1);
     epilogue<typename F::Acc, BlockN>(acc, sm.base, w, p, wg - 1);
   }
+  if (p.cluster_m > 1) ptx::cluster_sync();
 #else
   __trap();
 #endif

@@ -19,6 +19,7 @@ constexpr int kSmemLimit = 227 * 1024;
 constexpr int kSmemSlack = 2048;              // 1024-byte alignment of the swizzle atoms + the barriers
 constexpr int kMaxStages = 8;
 constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+constexpr int kMaxCluster = 2;                // CTAs per cluster along M: 1, or 2 sharing B by multicast
 constexpr int kMaxMetaLanes = 32;             // P: lanes of a 16-row block's metadata group (8 per quad row)
 static_assert(kStepsPerStage == gemm::kMetaGroup, "a stage holds one fragment-ready metadata group");
 static_assert(kBlockM == gemm::kRowPad, "A's rows are padded to the CTA tile");
