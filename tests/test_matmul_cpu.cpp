@@ -252,6 +252,7 @@ struct Case {
   bool per_batch = false;
   Activation act = Activation::none;
   bool bias = false;
+  bool scales = false;  // scale_rows and scale_cols (one A per entry: one row vector per entry)
   float alpha = 1.0f, beta = 0.0f;
   bool pad = false;     // leading dimensions and strides larger than packed
   bool c_null = false;  // pass c = nullptr (beta == 0)
@@ -263,7 +264,7 @@ struct Case {
     o << type_name(a) << "." << type_name(b) << " -> C " << type_name(c) << " D " << type_name(d) << " m=" << m
       << " n=" << n << " k=" << k << " B " << (bo == Order::row_major ? "row" : "col") << " CD "
       << (cdo == Order::row_major ? "row" : "col") << " batch=" << batch << (per_batch ? " (A per batch)" : "")
-      << " act=" << act_str(act) << (bias ? " +bias" : "") << " alpha=" << alpha << " beta=" << beta
+      << " act=" << act_str(act) << (bias ? " +bias" : "") << (scales ? " +scales" : "") << " alpha=" << alpha << " beta=" << beta
       << (pad ? " padded ld/strides" : "") << (c_null ? " c=null" : "") << (in_place ? " in-place" : "")
       << (mode == PruneMode::magnitude ? " prune=magnitude" : "");
     return o.str();
@@ -371,6 +372,12 @@ int64_t run_case(const Case& cs, std::mt19937& rng, Handle& h) {
   std::vector<float> bias(static_cast<size_t>(m));
   for (float& x : bias)
     x = static_cast<float>(std::uniform_real_distribution<double>(is_int(cs.d) ? -40.0 : -2.0, is_int(cs.d) ? 40.0 : 2.0)(rng));
+  // Scale vectors: row scales per A entry, column scales per batch entry, signs and magnitudes
+  // that matter (a zero among them too).
+  std::vector<float> srow(static_cast<size_t>(na * m)), scol(static_cast<size_t>(nb * n));
+  for (auto* v : {&srow, &scol})
+    for (float& x : *v)
+      x = rng() % 7 == 0 ? 0.0f : static_cast<float>(std::uniform_real_distribution<double>(-3.0, 3.0)(rng));
 
   // ---- run
   MatmulDesc desc;
@@ -381,6 +388,7 @@ int64_t run_case(const Case& cs, std::mt19937& rng, Handle& h) {
   desc.batch = nb, desc.a_per_batch = cs.per_batch;
   desc.stride_b = stride_b, desc.stride_c = stride_c, desc.stride_d = stride_d;
   desc.activation = cs.act, desc.bias = cs.bias;
+  desc.scale_rows = desc.scale_cols = cs.scales;
 
   SparseMatrix sa = compress(h, desc, amem.data(), lda, stride_a, cs.mode);
   EXPECT_EQ(sa.batch(), na);
@@ -420,7 +428,14 @@ int64_t run_case(const Case& cs, std::mt19937& rng, Handle& h) {
   Plan plan(h, desc);
   EXPECT_EQ(plan.workspace_bytes(), 0u);
   const void* cptr = cs.c_null ? nullptr : cmem.data();
-  plan.run(sa, bmem.data(), cptr, dtarget.data(), cs.alpha, cs.beta, cs.bias ? bias.data() : nullptr);
+  if (cs.scales) {
+    EpilogueArgs ea;
+    ea.alpha = cs.alpha, ea.beta = cs.beta, ea.c = cptr, ea.bias = cs.bias ? bias.data() : nullptr;
+    ea.scale_rows = srow.data(), ea.scale_cols = scol.data();
+    plan.run(sa, bmem.data(), dtarget.data(), ea);
+  } else {
+    plan.run(sa, bmem.data(), cptr, dtarget.data(), cs.alpha, cs.beta, cs.bias ? bias.data() : nullptr);
+  }
 
   // ---- check every element against the reference, and the gaps against their old bytes
   std::vector<char> covered(static_cast<size_t>(dtarget.elems()), 0);
@@ -442,7 +457,10 @@ int64_t run_case(const Case& cs, std::mt19937& rng, Handle& h) {
             acc += x * y, sumabs += std::fabs(x * y);
         }
         if (is_int(cs.a)) acc = static_cast<double>(static_cast<int32_t>(static_cast<uint32_t>(iacc)));
-        double v = static_cast<double>(cs.alpha) * acc;
+        double scale = static_cast<double>(cs.alpha);
+        if (cs.scales)
+          scale = scale * srow[static_cast<size_t>((cs.per_batch ? e : 0) * m + i)] * scol[static_cast<size_t>(e * n + j)];
+        double v = scale * acc;
         if (cs.beta != 0.0f) v += static_cast<double>(cs.beta) * cval[static_cast<size_t>((e * m + i) * n + j)];
         if (cs.bias) v += static_cast<double>(bias[static_cast<size_t>(i)]);
         v = activate_ref(v, cs.act);
@@ -458,7 +476,7 @@ int64_t run_case(const Case& cs, std::mt19937& rng, Handle& h) {
         } else {
           const double got = decode(cs.d, got_bits);
           const double tol = half_ulp(cs.d, std::max(std::fabs(got), std::fabs(v))) +
-                             1.2e-5 * std::fabs(static_cast<double>(cs.alpha)) * sumabs;
+                             1.2e-5 * std::fabs(scale) * sumabs;
           if (!(std::fabs(got - v) <= tol)) {
             std::ostringstream o;
             o.precision(10);
@@ -561,6 +579,27 @@ TEST_P(MatmulCpuCombo, Batched) {
         cs.alpha = pick_alpha(rng, combo.cd), cs.beta = 1.0f;
         if (run_case(cs, rng, h) > 0) return;
       }
+}
+
+// Scale vectors (per row and per column of D) with every activation, with and without bias and
+// C, batched with one A per entry (one row vector each) and with a shared A.
+TEST_P(MatmulCpuCombo, ScaleVectors) {
+  SEEDED_RNG(rng);
+  Handle h(Device::cpu);
+  const Combo combo = GetParam();
+  int idx = 0;
+  for (Activation act : {Activation::none, Activation::relu, Activation::gelu})
+    for (bool per_batch : {false, true}) {
+      Case cs = base_case(combo);
+      cs.m = 11, cs.n = 7, cs.k = 2 * k_unit(combo.a), cs.batch = 2;
+      cs.scales = true, cs.act = act, cs.per_batch = per_batch;
+      cs.bias = idx % 2 == 0;
+      cs.cdo = idx % 3 == 0 ? Order::col_major : Order::row_major;
+      cs.alpha = pick_alpha(rng, combo.cd);
+      cs.beta = idx % 2 ? pick_beta(rng) : 0.0f;
+      ++idx;
+      if (run_case(cs, rng, h) > 0) return;
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulCpuCombo, ::testing::ValuesIn(expected_combos()),
@@ -806,6 +845,25 @@ TEST(MatmulCpu, RunAndCompressArgumentErrors) {
   nb.bias = false;
   Plan p2(h, nb);
   expect_error([&] { p2.run(sa, b.data(), c.data(), out.data(), 1.0f, 0.0f, bias.data()); }, IA, {"MatmulDesc.bias"});
+  // Scale vectors: given exactly when the description says so, aligned, not overlapping D.
+  std::vector<float> scales(16, 1.5f);
+  EpilogueArgs ea;
+  ea.bias = bias.data(), ea.scale_rows = scales.data();
+  expect_error([&] { p.run(sa, b.data(), out.data(), ea); }, IA, {"scale_rows is given", "MatmulDesc.scale_rows is false"});
+  MatmulDesc sd = d;
+  sd.scale_rows = sd.scale_cols = true;
+  Plan ps(h, sd);
+  expect_error([&] { ps.run(sa, b.data(), out.data(), ea); }, IA, {"scale_cols is null", "MatmulDesc.scale_cols"});
+  ea.scale_cols = scales.data() + 8;
+  EXPECT_NO_THROW(ps.run(sa, b.data(), out.data(), ea));
+  ea.scale_cols = reinterpret_cast<const float*>(reinterpret_cast<const char*>(scales.data()) + 2);
+  expect_error([&] { ps.run(sa, b.data(), out.data(), ea); }, IA, {"scale_cols", "aligned"});
+  std::vector<float> dbuf(64);  // f32 D whose bytes are also given as scale_rows
+  MatmulDesc fd = sd;
+  fd.c_type = fd.d_type = T::f32;
+  Plan pf(h, fd);
+  ea.scale_cols = scales.data() + 8, ea.scale_rows = dbuf.data() + 4;
+  expect_error([&] { pf.run(sa, b.data(), dbuf.data(), ea); }, IA, {"overlaps scale_rows"});
   // A that does not match the plan.
   MatmulDesc wide = d;
   wide.k = 128;

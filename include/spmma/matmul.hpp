@@ -2,6 +2,7 @@
 // spmma — sparse matrix multiply, plan once / run many:
 //
 //   D = activation(alpha · A · B + beta · C + bias)      A structured-sparse (M x K), B dense (K x N)
+//   (optionally with scale vectors: alpha · s_row[i] · s_col[j] in place of alpha)
 //
 // The flow follows cuBLASLt / cuSPARSELt: describe (MatmulDesc) -> compress A once
 // (compress(), on the device where the handle computes) -> plan (Plan, picks the kernel and
@@ -45,6 +46,11 @@ struct MatmulDesc {
   bool a_per_batch = false;                          // false: one A for the whole batch
   Activation activation = Activation::none;
   bool bias = false;
+  // Scale vectors, as quantized inference needs them (per-channel weight scales, per-token
+  // activation scales): D(i, j) = act(alpha · s_row[i] · s_col[j] · acc(i, j) + bias[i] + beta·C).
+  // scale_rows: one f32 per row of D, M values per A entry (batch x M with a_per_batch);
+  // scale_cols: one f32 per column of D, N values per batch entry (batch x N, packed).
+  bool scale_rows = false, scale_cols = false;
   // fp8 (e4m3/e5m2) on the Hopper (sm90) kernel only: keep the sum in the tensor cores' own fp8
   // accumulator over the whole K, as cuBLASLt's CUBLASLT_MATMUL_DESC_FAST_ACCUM does. Faster,
   // but that accumulator keeps fewer bits than f32 (error up to about 2^-9 of Σ|a·b|,
@@ -184,6 +190,15 @@ struct PlanInfo {
   std::string not_sm90_why;                       // why an sm_90 GPU's plan is on the sm80 kernel
 };
 
+// The epilogue's inputs of one run (docs/api.md, "Epilogue semantics").
+struct EpilogueArgs {
+  float alpha = 1.f, beta = 0.f;
+  const void* c = nullptr;             // C: read only when beta != 0 (may be null then)
+  const float* bias = nullptr;         // M values, given exactly when MatmulDesc.bias
+  const float* scale_rows = nullptr;   // given exactly when MatmulDesc.scale_rows (sizes there)
+  const float* scale_cols = nullptr;   // given exactly when MatmulDesc.scale_cols
+};
+
 class Plan {
  public:
   // Validates the description and picks the kernel and tiles once; throws not_supported with
@@ -209,6 +224,10 @@ class Plan {
   // reported by this call, a fault while the kernel runs by the next synchronising CUDA call.
   void run(const SparseMatrix& a, const void* b, const void* c, void* d, float alpha, float beta,
            const float* bias = nullptr, void* workspace = nullptr, void* stream = nullptr) const;
+  // The same with every epilogue input, scale vectors included (the same rules for each pointer:
+  // aligned to 4 bytes, in the handle's memory, not overlapping D).
+  void run(const SparseMatrix& a, const void* b, void* d, const EpilogueArgs& epilogue, void* workspace = nullptr,
+           void* stream = nullptr) const;
 
   struct Impl;
 

@@ -40,8 +40,9 @@ struct Kernel {
   virtual std::string describe() const = 0;
   virtual PlanInfo info() const = 0;
   // Arguments were checked by Plan::run (matmul.cpp) for what does not depend on the place.
-  virtual void run(const SparseMatrix& a, const void* b, const void* c, void* d, float alpha, float beta,
-                   const float* bias, void* workspace, void* stream) const = 0;
+  // e.c is null when beta == 0.
+  virtual void run(const SparseMatrix& a, const void* b, void* d, const EpilogueArgs& e, void* workspace,
+                   void* stream) const = 0;
 };
 
 struct Backend {

@@ -188,14 +188,14 @@ class CpuKernel final : public Kernel {
     return i;
   }
 
-  void run(const SparseMatrix& a, const void* b, const void* c, void* d, float alpha, float beta, const float* bias,
-           void* /*workspace*/, void* /*stream*/) const override {
+  void run(const SparseMatrix& a, const void* b, void* d, const EpilogueArgs& e, void* /*workspace*/,
+           void* /*stream*/) const override {
     const auto* st = dynamic_cast<const CpuStorage*>(a.impl().storage.get());
     if (st == nullptr) fail(Status::invalid_argument, "cpu: A is not in host memory (compressed by another backend)");
     if (integer_)
-      run_int(*st, b, c, d, alpha, beta, bias);
+      run_int(*st, b, d, e);
     else
-      run_float(*st, b, c, d, alpha, beta, bias);
+      run_float(*st, b, d, e);
   }
 
  private:
@@ -229,15 +229,22 @@ class CpuKernel final : public Kernel {
   }
 
   // D entry e from the accumulator acc(i, j) (a double).
+  // The scale of element (i, j) of entry e: alpha · s_row[i] · s_col[j], left to right in double
+  // (a missing vector multiplies by 1, exactly), as the GPU's gemm::epilogue_store.
   template <class Acc>
-  void epilogue(int64_t e, Acc&& acc, const void* c, void* d, float alpha, float beta, const float* bias) const {
+  void epilogue(int64_t e, Acc&& acc, void* d, const EpilogueArgs& ea) const {
     const int64_t n = d_.n;
     const TypeInfo& dt = type_info(d_.d_type);
+    const float beta = ea.beta;
+    const float* bias = ea.bias;
+    const float* srow = ea.scale_rows ? ea.scale_rows + (d_.a_per_batch ? e * d_.m : 0) : nullptr;
+    const float* scol = ea.scale_cols ? ea.scale_cols + e * n : nullptr;
     parallel_for(d_.m, static_cast<double>(n) * 40, [&](int64_t r0, int64_t r1) {
       for (int64_t i = r0; i < r1; ++i)
         for (int64_t j = 0; j < n; ++j) {
-          const double cv = beta != 0.0f ? c_dec_(load_element(c, e * sc_ + cd_index(i, j, ldc_), c_dec_.bits())) : 0.0;
-          double v = epilogue_value(acc(i, j), alpha, beta, cv, bias != nullptr, bias ? bias[i] : 0.0,
+          const double cv = beta != 0.0f ? c_dec_(load_element(ea.c, e * sc_ + cd_index(i, j, ldc_), c_dec_.bits())) : 0.0;
+          const double scale = static_cast<double>(ea.alpha) * (srow ? srow[i] : 1.0) * (scol ? scol[j] : 1.0);
+          double v = epilogue_value(acc(i, j), scale, beta, cv, bias != nullptr, bias ? bias[i] : 0.0,
                                     static_cast<int>(d_.activation));
           if (int_out_)
             v = to_integer_output(v, static_cast<int32_t>(dt.min_value), static_cast<int32_t>(dt.max_finite));
@@ -246,8 +253,7 @@ class CpuKernel final : public Kernel {
     });
   }
 
-  void run_float(const CpuStorage& st, const void* b, const void* c, void* d, float alpha, float beta,
-                 const float* bias) const {
+  void run_float(const CpuStorage& st, const void* b, void* d, const EpilogueArgs& ea) const {
     const int64_t m = d_.m, n = d_.n, k = d_.k;
     const bool brow = d_.b_order == Order::row_major;
     std::vector<float> av(static_cast<size_t>(m * k)), bv(static_cast<size_t>(k * n)), acc(static_cast<size_t>(m * n));
@@ -264,8 +270,7 @@ class CpuKernel final : public Kernel {
                   static_cast<int>(brow ? n : k), 0.0f, acc.data(), static_cast<int>(n));
       resum_nonfinite_columns(st.entries[static_cast<size_t>(ai)], av, bv, !brow, acc);
       epilogue(
-          e, [&](int64_t i, int64_t j) { return static_cast<double>(acc[static_cast<size_t>(i * n + j)]); }, c, d,
-          alpha, beta, bias);
+          e, [&](int64_t i, int64_t j) { return static_cast<double>(acc[static_cast<size_t>(i * n + j)]); }, d, ea);
     }
   }
 
@@ -300,8 +305,7 @@ class CpuKernel final : public Kernel {
     });
   }
 
-  void run_int(const CpuStorage& st, const void* b, const void* c, void* d, float alpha, float beta,
-               const float* bias) const {
+  void run_int(const CpuStorage& st, const void* b, void* d, const EpilogueArgs& ea) const {
     const int64_t m = d_.m, n = d_.n, k = d_.k;
     // |product| <= 255·255, so 2^14 products fit an int32 partial sum.
     constexpr int64_t kPartial = int64_t{1} << 14;
@@ -335,8 +339,7 @@ class CpuKernel final : public Kernel {
           }
       });
       epilogue(
-          e, [&](int64_t i, int64_t j) { return static_cast<double>(acc[static_cast<size_t>(i * n + j)]); }, c, d,
-          alpha, beta, bias);
+          e, [&](int64_t i, int64_t j) { return static_cast<double>(acc[static_cast<size_t>(i * n + j)]); }, d, ea);
     }
   }
 

@@ -465,7 +465,8 @@ const Plan::Impl& need_plan(const std::unique_ptr<Plan::Impl>& p) {
 
 // Alignment, aliasing and memory-space rules of Plan::run's pointers (docs/api.md, "Pointers and
 // alignment"), the same on both backends. c is null when C is not read (beta == 0).
-void check_operands(const Plan::Impl& p, const void* b, const void* c, void* d, const float* bias, void* ws) {
+void check_operands(const Plan::Impl& p, const void* b, const void* c, void* d, const float* bias, const float* srows,
+                    const float* scols, void* ws) {
   const MatmulDesc& m = p.desc;
   const detail::OperandLayout& l = p.layout;
   const char* who = "Plan::run";
@@ -480,6 +481,8 @@ void check_operands(const Plan::Impl& p, const void* b, const void* c, void* d, 
   if (c) check_aligned(who, "c", c, elem_bytes(m.c_type), elem_rule(m.c_type));
   check_aligned(who, "d", d, elem_bytes(m.d_type), elem_rule(m.d_type));
   if (bias) check_aligned(who, "bias", bias, 4, [] { return "f32 values"; });
+  if (srows) check_aligned(who, "scale_rows", srows, 4, [] { return "f32 values"; });
+  if (scols) check_aligned(who, "scale_cols", scols, 4, [] { return "f32 values"; });
   if (ws) check_aligned(who, "workspace", ws, 16, [] { return "the kernels read B from it with 16-byte copies"; });
 
   const bool brow = m.b_order == Order::row_major, cdrow = m.cd_order == Order::row_major;
@@ -487,6 +490,10 @@ void check_operands(const Plan::Impl& p, const void* b, const void* c, void* d, 
   const Range rc{"c", "Plan::run: c", c, c ? extent_bytes(m.m, m.n, l.ldc, cdrow, m.batch, l.stride_c, m.c_type) : 0};
   const Range rd{"d", "Plan::run: d", d, extent_bytes(m.m, m.n, l.ldd, cdrow, m.batch, l.stride_d, m.d_type)};
   const Range rbias{"bias", "Plan::run: bias", bias, bias ? static_cast<size_t>(m.m) * 4 : 0};
+  const Range rsr{"scale_rows", "Plan::run: scale_rows", srows,
+                  srows ? static_cast<size_t>(m.a_per_batch ? m.batch : 1) * static_cast<size_t>(m.m) * 4 : 0};
+  const Range rsc{"scale_cols", "Plan::run: scale_cols", scols,
+                  scols ? static_cast<size_t>(m.batch) * static_cast<size_t>(m.n) * 4 : 0};
   const Range rws{"workspace", "Plan::run: workspace", ws, ws ? p.kernel->workspace_bytes() : 0};
   if (c == d) {
     if (m.c_type != m.d_type || l.ldc != l.ldd || l.stride_c != l.stride_d)
@@ -499,15 +506,15 @@ void check_operands(const Plan::Impl& p, const void* b, const void* c, void* d, 
                                        " bytes) and D [" + hex_address(d) + ", +" + std::to_string(rd.bytes) +
                                        " bytes) overlap without being the same matrix (c == d)");
   }
-  for (const Range& other : {rb, rbias, rws})
+  for (const Range& other : {rb, rbias, rsr, rsc, rws})
     if (overlap(rd, other))
       fail(Status::invalid_argument, std::string("Plan::run: D [") + hex_address(d) + ", +" + std::to_string(rd.bytes) +
                                          " bytes) overlaps " + other.name + " [" + hex_address(other.p) + ", +" +
                                          std::to_string(other.bytes) + " bytes): D is written while it is read");
-  for (const Range& other : {rb, rc, rbias})
+  for (const Range& other : {rb, rc, rbias, rsr, rsc})
     if (overlap(rws, other))
       fail(Status::invalid_argument, std::string("Plan::run: the workspace overlaps ") + other.name);
-  for (const Range& r : {rb, rc, rd, rbias, rws})
+  for (const Range& r : {rb, rc, rd, rbias, rsr, rsc, rws})
     if (r.p) p.backend->check_memory(r.p, r.bytes, r.label);
 }
 }  // namespace
@@ -519,6 +526,16 @@ const MatmulDesc& Plan::desc() const { return need_plan(impl_).desc; }
 
 void Plan::run(const SparseMatrix& a, const void* b, const void* c, void* d, float alpha, float beta, const float* bias,
                void* workspace, void* stream) const {
+  EpilogueArgs e;
+  e.alpha = alpha, e.beta = beta, e.c = c, e.bias = bias;
+  run(a, b, d, e, workspace, stream);
+}
+
+void Plan::run(const SparseMatrix& a, const void* b, void* d, const EpilogueArgs& epi, void* workspace,
+               void* stream) const {
+  const float alpha = epi.alpha, beta = epi.beta;
+  const void* c = epi.c;
+  const float* bias = epi.bias;
   const Impl& p = need_plan(impl_);
   const MatmulDesc& desc = p.desc;
   const SparseMatrix::Impl& ai = need(a, "Plan::run");
@@ -550,6 +567,14 @@ void Plan::run(const SparseMatrix& a, const void* b, const void* c, void* d, flo
   if (desc.bias && bias == nullptr) fail(Status::invalid_argument, "Plan::run: bias is null but MatmulDesc.bias is set");
   if (!desc.bias && bias != nullptr)
     fail(Status::invalid_argument, "Plan::run: bias is given but MatmulDesc.bias is false (set it in the plan's description)");
+  for (auto [name, set, ptr] : {std::tuple{"scale_rows", desc.scale_rows, epi.scale_rows},
+                                std::tuple{"scale_cols", desc.scale_cols, epi.scale_cols}}) {
+    if (set && ptr == nullptr)
+      fail(Status::invalid_argument, std::string("Plan::run: ") + name + " is null but MatmulDesc." + name + " is set");
+    if (!set && ptr != nullptr)
+      fail(Status::invalid_argument, std::string("Plan::run: ") + name + " is given but MatmulDesc." + name +
+                                         " is false (set it in the plan's description)");
+  }
   if (!type_info(desc.d_type).is_float) {
     for (auto [name, v] : {std::pair{"alpha", alpha}, std::pair{"beta", beta}})
       if (!std::isfinite(v))
@@ -559,8 +584,10 @@ void Plan::run(const SparseMatrix& a, const void* b, const void* c, void* d, flo
   const size_t ws_bytes = p.kernel->workspace_bytes();
   if (workspace == nullptr && ws_bytes > 0)
     fail(Status::invalid_argument, "Plan::run: workspace is null, the plan needs " + std::to_string(ws_bytes) + " bytes");
-  check_operands(p, b, beta != 0.0f ? c : nullptr, d, bias, ws_bytes ? workspace : nullptr);
-  p.kernel->run(a, b, beta != 0.0f ? c : nullptr, d, alpha, beta, bias, workspace, stream);
+  check_operands(p, b, beta != 0.0f ? c : nullptr, d, bias, epi.scale_rows, epi.scale_cols, ws_bytes ? workspace : nullptr);
+  EpilogueArgs e = epi;
+  if (beta == 0.0f) e.c = nullptr;
+  p.kernel->run(a, b, d, e, workspace, stream);
 }
 
 // ------------------------------------------------------------------ supported_types

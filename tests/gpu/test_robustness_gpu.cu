@@ -100,6 +100,7 @@ uint64_t random_elem(T t, std::mt19937_64& rng, const Specials& sp) {
 struct Images {
   std::vector<uint8_t> a, b, c, d;  // memory images, exactly as handed to the API
   std::vector<float> bias;
+  std::vector<float> srow, scol;  // scale vectors (used when the description asks for them)
   int64_t lda = 0, stride_a = 0;
   Layout lb{}, lc{}, ld{};
 };
@@ -141,6 +142,11 @@ Images make_images(const MatmulDesc& m, std::mt19937_64& rng, const Specials& sp
     x = ub(rng);
     if (sp.p > 0 && rng() % 8 == 0) x = std::vector<float>{NAN, INFINITY, -INFINITY, -0.0f}[rng() % 4];
   }
+  im.srow.resize(static_cast<size_t>(na * m.m));
+  im.scol.resize(static_cast<size_t>(m.batch * m.n));
+  std::uniform_real_distribution<float> us(-2.f, 2.f);
+  for (auto* v : {&im.srow, &im.scol})
+    for (float& x : *v) x = rng() % 9 == 0 ? 0.f : us(rng);
   return im;
 }
 
@@ -164,11 +170,15 @@ void twin(const MatmulDesc& desc, const Images& im, const RunOpts& o, Handle& gp
   std::vector<uint8_t> dc = o.in_place ? im.c : im.d;
   SparseMatrix sc = compress(cpu, desc, im.a.data(), im.lda, im.stride_a, o.mode);
   Plan pc(cpu, desc);
-  pc.run(sc, im.b.data(), o.beta != 0 ? im.c.data() : nullptr, dc.data(), o.alpha, o.beta, hbias);
+  EpilogueArgs he;
+  he.alpha = o.alpha, he.beta = o.beta, he.c = o.beta != 0 ? im.c.data() : nullptr, he.bias = hbias;
+  he.scale_rows = desc.scale_rows ? im.srow.data() : nullptr;
+  he.scale_cols = desc.scale_cols ? im.scol.data() : nullptr;
+  pc.run(sc, im.b.data(), dc.data(), he);
   // GPU
   DevMem ga(im.a.size()), gb(im.b.size() + o.b_off), gc(im.c.size() + o.c_off), gd(im.d.size() + o.d_off),
-      gbias(im.bias.size() * 4);
-  ASSERT_TRUE(ga.base && gb.base && gc.base && gd.base && gbias.base);
+      gbias(im.bias.size() * 4), gsr(im.srow.size() * 4), gsc(im.scol.size() * 4);
+  ASSERT_TRUE(ga.base && gb.base && gc.base && gd.base && gbias.base && gsr.base && gsc.base);
   uint8_t* pb = gb.base + o.b_off;
   uint8_t* pcm = gc.base + o.c_off;
   uint8_t* pd = o.in_place ? pcm : gd.base + o.d_off;
@@ -177,6 +187,8 @@ void twin(const MatmulDesc& desc, const Images& im, const RunOpts& o, Handle& gp
   CK(cudaMemcpy(pcm, im.c.data(), im.c.size(), cudaMemcpyHostToDevice));
   if (!o.in_place) CK(cudaMemcpy(pd, im.d.data(), im.d.size(), cudaMemcpyHostToDevice));
   CK(cudaMemcpy(gbias.base, im.bias.data(), im.bias.size() * 4, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(gsr.base, im.srow.data(), im.srow.size() * 4, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(gsc.base, im.scol.data(), im.scol.size() * 4, cudaMemcpyHostToDevice));
   SparseMatrix sg = compress(gpu, desc, ga.base, im.lda, im.stride_a, o.mode);
   for (int64_t e = 0; e < sg.batch(); e += std::max<int64_t>(1, sg.batch() / 3)) {
     const Compressed x = sg.to_host(e), y = sc.to_host(e);
@@ -187,13 +199,17 @@ void twin(const MatmulDesc& desc, const Images& im, const RunOpts& o, Handle& gp
   DevMem ws(pg.workspace_bytes());
   const float* dbias = desc.bias ? reinterpret_cast<const float*>(gbias.base) : nullptr;
   const void* cptr = o.beta != 0 ? pcm : nullptr;
+  EpilogueArgs epi;
+  epi.alpha = o.alpha, epi.beta = o.beta, epi.c = cptr, epi.bias = dbias;
+  epi.scale_rows = desc.scale_rows ? reinterpret_cast<const float*>(gsr.base) : nullptr;
+  epi.scale_cols = desc.scale_cols ? reinterpret_cast<const float*>(gsc.base) : nullptr;
   if (o.graph) {
     cudaStream_t s;
     CK(cudaStreamCreate(&s));
     cudaGraph_t g;
     cudaGraphExec_t ge;
     CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-    pg.run(sg, pb, cptr, pd, o.alpha, o.beta, dbias, pg.workspace_bytes() ? ws.base : nullptr, s);
+    pg.run(sg, pb, pd, epi, pg.workspace_bytes() ? ws.base : nullptr, s);
     CK(cudaStreamEndCapture(s, &g));
     CK(cudaGraphInstantiate(&ge, g, 0));
     CK(cudaGraphLaunch(ge, s));
@@ -205,7 +221,7 @@ void twin(const MatmulDesc& desc, const Images& im, const RunOpts& o, Handle& gp
     cudaGraphDestroy(g);
     cudaStreamDestroy(s);
   } else {
-    pg.run(sg, pb, cptr, pd, o.alpha, o.beta, dbias, pg.workspace_bytes() ? ws.base : nullptr);
+    pg.run(sg, pb, pd, epi, pg.workspace_bytes() ? ws.base : nullptr);
   }
   CK(cudaDeviceSynchronize());
   std::vector<uint8_t> dg(dc.size());
@@ -270,8 +286,11 @@ void twin(const MatmulDesc& desc, const Images& im, const RunOpts& o, Handle& gp
             w = std::isinf(w) ? std::copysign(top, w) : w;
             slack = top * 1e-3;
           }
+          double scale = std::fabs(o.alpha);
+          if (desc.scale_rows) scale *= std::fabs(im.srow[static_cast<size_t>((desc.a_per_batch ? e : 0) * desc.m + i)]);
+          if (desc.scale_cols) scale *= std::fabs(im.scol[static_cast<size_t>(e * desc.n + j)]);
           ok = !std::isnan(g) &&
-               std::fabs(g - w) <= acc_rel * (std::fabs(o.alpha) * mag + 1) + out_rel * std::fabs(w) + slack + 1e-30;
+               std::fabs(g - w) <= acc_rel * (scale * mag + 1) + out_rel * std::fabs(w) + slack + 1e-30;
         }
         if (!ok && ++bad <= 5)
           ADD_FAILURE() << "batch " << e << " D(" << i << ", " << j << ") GPU " << got << ", CPU " << want;
@@ -879,6 +898,41 @@ TEST_F(Robust, ClustersOfTwoMatchTheCpu) {
         const Plan plan(*h_, d, o.plan);
         EXPECT_EQ(plan.info().cluster_m, 2);
         EXPECT_NE(plan.describe().find("clusters of 2"), std::string::npos) << plan.describe();
+        ++turn;
+      }
+}
+
+// Scale vectors on every GPU path, against the CPU: the sm90 kernel's vector rows (row-major D)
+// and element stores (column-major D, C), split K's reduce kernel, the sm80 kernel; float and
+// integer D (s8: a requantization with per-row and per-column scales), batches with one A per
+// entry (one row vector each).
+TEST_F(Robust, ScaleVectorsMatchTheCpu) {
+  if (supported_types(*h_).empty()) GTEST_SKIP() << "no GPU";
+  std::mt19937_64 rng(seed() + 10);
+  const bool sm90 = Plan(*h_, desc_of(T::bf16, T::bf16, T::f32, 16, 8, 32)).info().kernel == KernelFamily::sm90;
+  int turn = 0;
+  for (auto [a, cd] : {std::pair{T::bf16, T::bf16}, std::pair{T::e4m3, T::f32}, std::pair{T::s8, T::s8}, std::pair{T::s8, T::s32}})
+    for (KernelFamily kernel : {KernelFamily::sm90, KernelFamily::sm80})
+      for (int splits : {1, 3}) {
+        if (kernel == KernelFamily::sm90 && !sm90) continue;
+        if (kernel == KernelFamily::sm80 && splits > 1) continue;
+        MatmulDesc d = desc_of(a, a, cd, 200, 40 + 24 * (turn % 3), 12 * kstep(a));
+        d.scale_rows = turn % 3 != 1, d.scale_cols = turn % 3 != 2;
+        d.batch = 2, d.a_per_batch = turn % 2 == 0;
+        d.cd_order = turn % 4 == 3 ? Order::col_major : Order::row_major;
+        d.bias = turn % 2 == 1;
+        d.activation = static_cast<Activation>(turn % 3);
+        SCOPED_TRACE(std::string(type_name(a)) + " -> " + std::string(type_name(cd)) +
+                     (kernel == KernelFamily::sm90 ? " sm90" : " sm80") + " splits " + std::to_string(splits) +
+                     (d.scale_rows ? " rows" : "") + (d.scale_cols ? " cols" : ""));
+        RunOpts o;
+        o.plan.kernel = kernel;
+        if (kernel == KernelFamily::sm90) o.plan.splits = splits;
+        o.alpha = is_int(cd) && cd == T::s8 ? 1.f / 64 : 0.75f;
+        o.beta = turn % 4 == 2 ? 0.5f : 0.f;
+        if (a == T::e4m3) o.acc_rel = 0x1p-9;
+        Images im = make_images(d, rng, {});
+        twin(d, im, o, *h_);
         ++turn;
       }
 }

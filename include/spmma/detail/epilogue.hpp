@@ -3,7 +3,8 @@
 // backend and every GPU kernel compute D from the accumulator with these functions, so the two
 // backends cannot drift apart.
 //
-//   v = alpha·acc + bias[row] (+0 without a bias);  if (beta != 0) v += beta·C;  v = act(v)  (double, fused)
+//   v = scale·acc + bias[row] (+0 without a bias);  if (beta != 0) v += beta·C;  v = act(v)  (double, fused)
+//   scale = alpha · s_row[row] · s_col[col], left to right in double (alpha without scale vectors)
 //   D = v rounded once into d_type; integer D: round to nearest even, saturate, NaN -> 0.
 #pragma once
 #include <cmath>
@@ -27,7 +28,7 @@ SPMMA_HD inline double activate(double x, int act) {
 // a multiply and an add measured 2-3% of the sm90 kernel's time at 8192^3 (the epilogue's fp64
 // work is a visible part of a GEMM's time on the H100); the host's std::fma gives the same bits.
 // `c` is read only when beta != 0, `bias` only when has_bias.
-SPMMA_HD inline double epilogue_value(double acc, double alpha, double beta, double c, bool has_bias, double bias,
+SPMMA_HD inline double epilogue_value(double acc, double alpha /* the scale */, double beta, double c, bool has_bias, double bias,
                                       int act) {
   double v = fma(alpha, acc, has_bias ? bias : 0.0);
   if (beta != 0.0) v = fma(beta, c, v);

@@ -116,8 +116,11 @@ struct GpuKernel final : Kernel {
     return i;
   }
 
-  void run(const SparseMatrix& a, const void* b, const void* c, void* d, float alpha, float beta, const float* bias,
-           void* workspace, void* stream) const override {
+  void run(const SparseMatrix& a, const void* b, void* d, const EpilogueArgs& e, void* workspace,
+           void* stream) const override {
+    const float alpha = e.alpha, beta = e.beta;
+    const void* c = e.c;
+    const float* bias = e.bias;
     const auto& st = dynamic_cast<const GpuStorage&>(*a.impl().storage);
     cuda::DeviceGuard guard(ordinal);
     clear_stale_error();
@@ -142,6 +145,9 @@ struct GpuKernel final : Kernel {
     p.c = c;
     p.d = d;
     p.bias = bias;
+    p.scale_rows = e.scale_rows;
+    p.scale_cols = e.scale_cols;
+    p.batch_scale_rows = desc.a_per_batch ? desc.m : 0;
     p.m = static_cast<int>(desc.m), p.n = static_cast<int>(desc.n), p.k = static_cast<int>(desc.k);
     p.a_row_bytes = st.a_row_bytes;
     p.ldb_bytes = ldb_bytes;
@@ -161,7 +167,7 @@ struct GpuKernel final : Kernel {
     p.batch = static_cast<int>(desc.batch);
     p.batch0 = 0;
     p.splits = cfg.splits, p.stages_per_split = cfg.splits > 1 ? cfg.stages_per_split : 1 << 30;
-    p.plain = alpha == 1.f && beta == 0.f && bias == nullptr &&
+    p.plain = alpha == 1.f && beta == 0.f && bias == nullptr && !e.scale_rows && !e.scale_cols &&
               (desc.activation == Activation::none || desc.activation == Activation::relu);
     p.group_m = cfg.group_m;
     p.cluster_m = cfg.cluster_m;

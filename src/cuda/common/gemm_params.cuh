@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // What every sparse GEMM kernel of the GPU backend receives, and the epilogue they share:
-// D = act(alpha·acc + beta·C + bias), computed in double and rounded once into D's type, by the
+// D = act(alpha·s_row·s_col·acc + beta·C + bias), computed in double and rounded once into D's type, by the
 // host/device definition the CPU backend uses too (spmma/detail/epilogue.hpp).
 #pragma once
 #include <cuda_bf16.h>
@@ -31,6 +31,9 @@ struct Params {
   const void* c;
   void* d;
   const float* bias;       // M values or null
+  const float* scale_rows; // per row of D: M values per A entry (batch_scale_rows apart), or null
+  const float* scale_cols; // per column of D: N values per batch entry, or null
+  int64_t batch_scale_rows;  // M with A per batch entry, else 0
   int m, n, k;             // dense sizes
   int64_t a_row_bytes, ldb_bytes;
   int64_t ldc, ldd;        // elements
@@ -86,6 +89,13 @@ __device__ __forceinline__ void store_d(CdType d_type, void* d, int64_t idx, dou
   }
 }
 
+// The scale of element (row, col) of batch entry `batch`: alpha · s_row · s_col, left to right in
+// double (a missing vector multiplies by 1, exactly), as the CPU backend's epilogue.
+__device__ __forceinline__ double scale_of(const Params& p, int batch, int row, int col) {
+  return static_cast<double>(p.alpha) * (p.scale_rows ? p.scale_rows[batch * p.batch_scale_rows + row] : 1.0) *
+         (p.scale_cols ? p.scale_cols[static_cast<int64_t>(batch) * p.n + col] : 1.0);
+}
+
 // One output element (row, col) of batch entry `batch` from its accumulator value.
 __device__ __forceinline__ void epilogue_store(const Params& p, int batch, int row, int col, double acc) {
   const int64_t cidx = batch * p.batch_c + (p.cd_col_major ? static_cast<int64_t>(col) * p.ldc + row
@@ -94,7 +104,8 @@ __device__ __forceinline__ void epilogue_store(const Params& p, int batch, int r
                                                            : static_cast<int64_t>(row) * p.ldd + col);
   const double c = p.beta != 0.f ? load_c(p.c_type, p.c, cidx) : 0.0;
   store_d(p.d_type, p.d, didx,
-          detail::epilogue_value(acc, p.alpha, p.beta, c, p.bias != nullptr, p.bias ? p.bias[row] : 0.0, p.activation));
+          detail::epilogue_value(acc, scale_of(p, batch, row, col), p.beta, c, p.bias != nullptr, p.bias ? p.bias[row] : 0.0,
+                                 p.activation));
 }
 
 // Bytes of a C/D element.
@@ -204,7 +215,8 @@ __device__ __forceinline__ void store_row8(const Params& p, int batch, int row, 
     double y[8];
 #pragma unroll
     for (int j = 0; j < 8; ++j)
-      y[j] = detail::epilogue_value(__uint_as_float(raw[j]), p.alpha, 0.0, 0.0, p.bias != nullptr, bias, p.activation);
+      y[j] = detail::epilogue_value(__uint_as_float(raw[j]), scale_of(p, batch, row, col + j), 0.0, 0.0, p.bias != nullptr,
+                                    bias, p.activation);
     store8(p, idx, y);
   } else {  // s32 sums: s32 or s8 D
     const int32_t lo = p.d_type == CdType::s8 ? -128 : INT32_MIN, hi = p.d_type == CdType::s8 ? 127 : INT32_MAX;
@@ -216,8 +228,9 @@ __device__ __forceinline__ void store_row8(const Params& p, int batch, int row, 
       const double bias = p.bias ? p.bias[row] : 0.0;
 #pragma unroll
       for (int j = 0; j < 8; ++j)
-        y[j] = detail::to_integer_output(detail::epilogue_value(static_cast<int32_t>(raw[j]), p.alpha, 0.0, 0.0,
-                                                                p.bias != nullptr, bias, p.activation), lo, hi);
+        y[j] = detail::to_integer_output(detail::epilogue_value(static_cast<int32_t>(raw[j]), scale_of(p, batch, row, col + j),
+                                                                0.0, 0.0, p.bias != nullptr, bias, p.activation),
+                                         lo, hi);
     }
     store8(p, idx, y);
   }
