@@ -5,3 +5,5 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 scripts/build.sh
 ctest --test-dir build --output-on-failure -j2
+# The install, the examples built against it as a user project would, and their runs.
+bash scripts/examples.sh
