@@ -133,12 +133,22 @@ __device__ __forceinline__ float plain_value(float acc, bool relu) {
 }
 __device__ __forceinline__ int32_t plain_value(int32_t acc, bool relu) { return relu ? max(acc, 0) : acc; }
 
-// 8 values into D at idx (vector_rows_ok(p) holds): stores of 16 bytes (8 bytes for s8).
-__device__ __forceinline__ void store8(const Params& p, int64_t idx, const float (&y)[8]) {
+// Two values rounded once into a bf16 / f16 pair, from f32 (the plain path: one cvt of the pair)
+// or from double.
+__device__ __forceinline__ __nv_bfloat162 to_bf16x2(float a, float b) { return __floats2bfloat162_rn(a, b); }
+__device__ __forceinline__ __nv_bfloat162 to_bf16x2(double a, double b) {
+  return __halves2bfloat162(__double2bfloat16(a), __double2bfloat16(b));
+}
+__device__ __forceinline__ __half2 to_f16x2(float a, float b) { return __floats2half2_rn(a, b); }
+__device__ __forceinline__ __half2 to_f16x2(double a, double b) { return __halves2half2(__double2half(a), __double2half(b)); }
+
+// 8 values (f32 or double) into a float D at idx (vector_rows_ok(p) holds): 16-byte stores.
+template <class T>
+__device__ __forceinline__ void store8(const Params& p, int64_t idx, const T (&y)[8]) {
   if (p.d_type == CdType::f32) {
     float4* d = reinterpret_cast<float4*>(static_cast<float*>(p.d) + idx);
-    d[0] = make_float4(y[0], y[1], y[2], y[3]);
-    d[1] = make_float4(y[4], y[5], y[6], y[7]);
+    d[0] = make_float4(static_cast<float>(y[0]), static_cast<float>(y[1]), static_cast<float>(y[2]), static_cast<float>(y[3]));
+    d[1] = make_float4(static_cast<float>(y[4]), static_cast<float>(y[5]), static_cast<float>(y[6]), static_cast<float>(y[7]));
     return;
   }
   uint4 packed;
@@ -146,38 +156,16 @@ __device__ __forceinline__ void store8(const Params& p, int64_t idx, const float
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     if (p.d_type == CdType::bf16) {
-      const __nv_bfloat162 h = __floats2bfloat162_rn(y[2 * j], y[2 * j + 1]);
+      const __nv_bfloat162 h = to_bf16x2(y[2 * j], y[2 * j + 1]);
       w[j] = reinterpret_cast<const uint32_t&>(h);
     } else {
-      const __half2 h = __floats2half2_rn(y[2 * j], y[2 * j + 1]);
+      const __half2 h = to_f16x2(y[2 * j], y[2 * j + 1]);
       w[j] = reinterpret_cast<const uint32_t&>(h);
     }
   }
   *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.d) + idx) = packed;
 }
-__device__ __forceinline__ void store8(const Params& p, int64_t idx, const double (&y)[8]) {
-  if (p.d_type == CdType::f32) {
-    float f[8];
-#pragma unroll
-    for (int j = 0; j < 8; ++j) f[j] = static_cast<float>(y[j]);
-    store8(p, idx, f);
-    return;
-  }
-  uint4 packed;
-  uint32_t* w = reinterpret_cast<uint32_t*>(&packed);
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    if (p.d_type == CdType::bf16) {
-      const __nv_bfloat162 h = __halves2bfloat162(__double2bfloat16(y[2 * j]), __double2bfloat16(y[2 * j + 1]));
-      w[j] = reinterpret_cast<const uint32_t&>(h);
-    } else {
-      const __half2 h = __halves2half2(__double2half(y[2 * j]), __double2half(y[2 * j + 1]));
-      w[j] = reinterpret_cast<const uint32_t&>(h);
-    }
-  }
-  *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.d) + idx) = packed;
-}
-// Integer D: y already rounded and saturated into D's range.
+// Integer D: y already rounded and saturated into D's range; 16-byte stores (s8: one of 8).
 __device__ __forceinline__ void store8(const Params& p, int64_t idx, const int32_t (&y)[8]) {
   if (p.d_type == CdType::s32) {
     int4* d = reinterpret_cast<int4*>(static_cast<int32_t*>(p.d) + idx);
