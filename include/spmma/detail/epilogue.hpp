@@ -23,14 +23,14 @@ SPMMA_HD inline double activate(double x, int act) {
   return x;
 }
 
-// v before the rounding into D: alpha·acc + bias (+0 without a bias) in one fused operation, then
+// v before the rounding into D: scale·acc + bias (+0 without a bias) in one fused operation, then
 // + beta·C (fused, only when beta != 0), then the activation. Fused: one DFMA per element where
 // a multiply and an add measured 2-3% of the sm90 kernel's time at 8192^3 (the epilogue's fp64
 // work is a visible part of a GEMM's time on the H100); the host's std::fma gives the same bits.
 // `c` is read only when beta != 0, `bias` only when has_bias.
-SPMMA_HD inline double epilogue_value(double acc, double alpha /* the scale */, double beta, double c, bool has_bias, double bias,
+SPMMA_HD inline double epilogue_value(double acc, double scale, double beta, double c, bool has_bias, double bias,
                                       int act) {
-  double v = fma(alpha, acc, has_bias ? bias : 0.0);
+  double v = fma(scale, acc, has_bias ? bias : 0.0);
   if (beta != 0.0) v = fma(beta, c, v);
   return activate(v, act);
 }

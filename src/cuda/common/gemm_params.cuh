@@ -126,7 +126,8 @@ __device__ __forceinline__ bool vector_rows_ok(const Params& p) {
 // accumulator's own arithmetic: the same bits as epilogue_value's double arithmetic, because
 // there v = acc + 0 exactly (an f32 or s32 value is exact in double; + 0 turns -0 into +0 in both)
 // and D is that value rounded once, which a direct f32 -> bf16/f16 conversion does too. Measured
-// on the H100: the double path cost ~1/3 of an int8 GEMM's time at 8192^3 (docs/benchmarks.md).
+// on the H100: the double, element-by-element path cost ~40% of an int8 GEMM's time at 8192^3
+// (1193 -> 1949 TFLOP/s without it, docs/benchmarks.md).
 __device__ __forceinline__ float plain_value(float acc, bool relu) {
   const float v = acc + 0.0f;
   return relu ? (v > 0.0f ? v : 0.0f) : v;  // NaN -> 0 as activate()
