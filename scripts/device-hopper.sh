@@ -4,7 +4,8 @@
 # in .devpack/ (scripts/device-unpack.sh): the GPU tests named by TESTS (a gtest filter; all by
 # default), then `spmma bench` alternating between plan options, ROUNDS times, same shapes and
 # data: CONFIGS="label:--opt=v,--opt=v label2:..." (a label starting with "old" runs the earlier
-# binary, .devbin/spmma_old). Writes $OUT/summary.txt (the tests' result
+# binary, .devbin/spmma_old; a label L with a binary .devbin/spmma_L in the pack runs that one, a
+# variant built for the comparison). Writes $OUT/summary.txt (the tests' result
 # lines and the table of means per configuration), $OUT/tests.txt and $OUT/bench.json.
 set -uo pipefail
 out=${OUT:-hopper-out}
@@ -45,6 +46,7 @@ for i in $(seq "${ROUNDS:-2}"); do
   for cfg in $CONFIGS; do
     label=${cfg%%:*} vars=${cfg#*:} bin=spmma
     [[ $label == old* ]] && bin=spmma_old  # labels old*: the earlier binary (OLD_SPMMA of the pack)
+    [ -x ".devbin/spmma_$label" ] && bin=spmma_$label
     timeout "${BENCH_LIMIT:-120}" .devbin/$bin bench ${vars//,/ } --types "${TYPES:-bf16,e4m3,s8}" --shapes "$SHAPES" \
       --reps "${REPS:-20}" "${bench_args[@]}" --json-out "/tmp/hb_${label}_$i.json" > /dev/null 2>&1
     echo "bench $label round $i: exit $?" >> "$out/summary.txt"

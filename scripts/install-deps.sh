@@ -22,6 +22,15 @@ if ((${#missing[@]})); then
   $sudo_cmd apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}"
 fi
+# cuobjdump (and the nvdisasm it runs), for the test of the sm90 kernel's machine code (tests/sass), where the CUDA toolkit
+# lacks it: NVIDIA's PyPI wheel, into .tools/ (ignored by git).
+nvcc_bin=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+if [ -x "$nvcc_bin" ] && [ ! -x "$(dirname "$nvcc_bin")/cuobjdump" ] && ! command -v cuobjdump >/dev/null 2>&1; then
+  tools="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.tools/cuobjdump"
+  if [ ! -x "$tools/nvidia/cu13/bin/nvdisasm" ]; then
+    python3 -m pip install --quiet --disable-pip-version-check --no-deps --upgrade --target "$tools" nvidia-cuda-cuobjdump==13.5.37 nvidia-cuda-nvdisasm==13.5.37
+  fi
+fi
 # nvcc is optional: the host library builds without CUDA. It is looked up in the usual places.
 if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
   echo "note: nvcc found at /usr/local/cuda/bin (add it to PATH to build the CUDA part)"

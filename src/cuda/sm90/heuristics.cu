@@ -49,11 +49,8 @@ Config choose(const MatmulDesc& d, bool promoted, int inst_k, int sm_count, cons
       fail(Status::invalid_argument, "PlanOptions.tile_n = " + std::to_string(pins.tile_n) +
                                          ": the sm90 kernel has tiles 64, 128, 192 and 256");
     if (!(promoted ? row->promoted : row->plain))
-      fail(Status::not_supported,
-           "PlanOptions.tile_n = " + std::to_string(pins.tile_n) + ": " +
-               (promoted ? "fp8 with promoted sums holds two accumulator sets; its tiles are " + built +
-                               " (MatmulDesc::fast_accumulation allows 256)"
-                         : "this plan's tiles are " + built + " (192 is the promoted fp8 tile)"));
+      fail(Status::not_supported, "PlanOptions.tile_n = " + std::to_string(pins.tile_n) + ": this plan's tiles are " +
+                                      built + (promoted ? "" : " (192 is built for promoted fp8 sums only)"));
     c.block_n = pins.tile_n;
   } else {
     c.block_n = widest;

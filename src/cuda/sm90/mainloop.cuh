@@ -86,15 +86,107 @@ __device__ __forceinline__ void produce(const Smem<BlockN>& sm, const CUtensorMa
 
 // ---------------------------------------------------------------- consumer (a math warpgroup)
 
-// fp8 promotion: the stage's sums, made by the tensor cores with fewer bits than f32, added to
-// the running sums in f32 on the CUDA cores (every stage: every 2 instructions, 64 products per
-// output; every 2 stages measured no faster on the H100, docs/benchmarks.md).
-template <class Acc, int N>
-__device__ __forceinline__ void promote(Acc (&acc)[N], Acc (&part)[N]) {
+// What a math warpgroup reads of a stage: its two K steps' descriptors and metadata words.
+// This thread's metadata words inside a 16-row block's group: selector 0 names the lanes t < L
+// of each quad (the others pass a copy, which the hardware ignores).
+template <int BlockN>
+struct ConsumerView {
+  const Smem<BlockN>& sm;
+  uint32_t meta_off;
+  int c;
+  uint64_t* peer_empty;  // the other CTA's empty barriers (a cluster of 2): its B slot is refilled with ours
+  int lane;
+
+  __device__ __forceinline__ ConsumerView(const Smem<BlockN>& s, const gemm::Params& p, int c_) : sm(s), c(c_) {
+    lane = threadIdx.x % 32;
+    const int warp = (threadIdx.x / 32) % 4, P = p.meta_lanes, g = lane / 4, t = lane % 4, L = P / 8;
+    meta_off = (4 * c + warp) * box_meta(P).bytes + (g * L + min(t, L - 1)) * gemm::kMetaGroup * 4;
+    peer_empty = p.cluster_m > 1 ? ptx::in_cta(sm.empty(0), ptx::cluster_rank() ^ 1) : nullptr;
+  }
+  __device__ __forceinline__ uint64_t da(int slot) const {
+    return ptx::smem_desc<kARowBytes>(sm.a(slot) + c * 64 * kARowBytes);
+  }
+  __device__ __forceinline__ uint64_t db(int slot) const { return ptx::smem_desc<kBRowBytes>(sm.b(slot)); }
+  // Waits for the stage and reads its metadata (K steps 0, 1).
+  __device__ __forceinline__ uint2 acquire(int slot, uint32_t phase) const {
+    const uint2* meta = reinterpret_cast<const uint2*>(sm.ptr(sm.meta(slot) + meta_off));
+    ptx::mbar_wait(sm.full(slot), phase);
+    return *meta;
+  }
+  // The warpgroup is done with the slot: one arrival per warp, on both CTAs of a cluster.
+  __device__ __forceinline__ void release(int slot) const {
+    if (lane == 0) {
+      ptx::mbar_arrive(sm.empty(slot));
+      if (peer_empty) ptx::mbar_arrive_cluster(peer_empty + slot);
+    }
+  }
+};
+
+// A window of W stages with the tensor cores' own sums (no promotion): the W stages' metadata
+// read first, then their 2W wgmmas issued back to back as W groups, then each slot released as
+// its group retires. Every metadata register of the window is written before its first wgmma:
+// ptxas serialises all wgmmas (C7513) where a non-wgmma instruction writes any wgmma input
+// register while a group is pending, and the hardware reads the metadata register when the
+// wgmma executes, not when it issues (docs/layouts.md). Only the window's end waits for all.
+template <class Form, int BlockN, int W, class State>
+__device__ __forceinline__ void window(typename Form::Acc (&acc)[BlockN / 2], const ConsumerView<BlockN>& v,
+                                       State& st) {
+  uint2 e[W];
+  State s = st;
 #pragma unroll
-  for (int j = 0; j < N; ++j) {
-    ptx::fence_operand(part[j]);
-    acc[j] += part[j];
+  for (int j = 0; j < W; ++j, s.advance()) e[j] = v.acquire(s.index, s.phase);
+  ptx::fence_operands(acc);
+  ptx::wgmma_fence();
+  s = st;
+#pragma unroll
+  for (int j = 0; j < W; ++j, s.advance()) {
+    const uint64_t da = v.da(s.index), db = v.db(s.index);
+    Form::template mma<BlockN>(acc, da, db, e[j].x, true);
+    Form::template mma<BlockN>(acc, da + kABytesPerStep / 16, db + kBBytesPerStep / 16, e[j].y, true);
+    ptx::wgmma_commit();
+  }
+  // The first slot as soon as its group retires (the producer refills it meanwhile), the rest at
+  // the window's end.
+  ptx::wgmma_wait<W - 1>();
+  v.release(st.index);
+  st.advance();
+  if constexpr (W > 1) {
+    ptx::wgmma_wait<0>();
+#pragma unroll
+    for (int j = 1; j < W; ++j, st.advance()) v.release(st.index);
+  }
+  ptx::fence_operands(acc);
+}
+
+// fp8 promotion: the sums of a stage's 2 instructions (64 products per output), made by the
+// tensor cores with fewer bits than f32, added to the running sums in f32 on the CUDA cores
+// (every 2 stages measured no faster on the H100, docs/benchmarks.md). A part of PartN columns:
+// the whole tile up to 192 columns; the 256-column tile promotes its two 128-column halves one
+// after the other, so that the second set of sums is half the first (128 + 64 registers per
+// thread, where two whole sets, 256, would not fit a math thread's 232).
+template <class Form, int BlockN>
+__device__ __forceinline__ void promoted_stage(typename Form::Acc (&acc)[BlockN / 2], const ConsumerView<BlockN>& v,
+                                               int slot, uint32_t phase) {
+  using Acc = typename Form::Acc;
+  constexpr int PartN = BlockN > 192 ? BlockN / 2 : BlockN;
+  Acc part[PartN / 2];
+  const uint2 e = v.acquire(slot, phase);
+  const uint64_t da = v.da(slot), db = v.db(slot);
+#pragma unroll
+  for (int h = 0; h < BlockN / PartN; ++h) {
+    // Columns h·PartN .. : B's rows (one per column) are kBRowBytes apart inside the stage.
+    const uint64_t dbh = db + h * PartN * kBRowBytes / 16;
+    ptx::wgmma_fence();
+    Form::template mma<PartN>(part, da, dbh, e.x, false);
+    Form::template mma<PartN>(part, da + kABytesPerStep / 16, dbh + kBBytesPerStep / 16, e.y, true);
+    ptx::wgmma_commit();
+    ptx::wgmma_wait<0>();
+    if (h == BlockN / PartN - 1) v.release(slot);
+#pragma unroll
+    for (int j = 0; j < PartN / 2; ++j) {
+      ptx::fence_operand(part[j]);
+      acc[h * PartN / 2 + j] += part[j];
+    }
   }
 }
 
@@ -102,44 +194,14 @@ __device__ __forceinline__ void promote(Acc (&acc)[N], Acc (&part)[N]) {
 template <class Form, int BlockN, bool Promote>
 __device__ __forceinline__ void consume(typename Form::Acc (&acc)[BlockN / 2], const Smem<BlockN>& sm, const WorkTile& w,
                                         const gemm::Params& p, int c) {
-  using Acc = typename Form::Acc;
-  const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
-  Acc part[Promote ? BlockN / 2 : 1];
-  // This thread's metadata words inside a 16-row block's group: selector 0 names the lanes t < L
-  // of each quad (the others pass a copy, which the hardware ignores).
-  const int P = p.meta_lanes, g = lane / 4, t = lane % 4, L = P / 8;
-  const uint32_t meta_off = (4 * c + warp) * box_meta(P).bytes + (g * L + min(t, L - 1)) * gemm::kMetaGroup * 4;
-  // The other CTA's empty barriers (a cluster of 2): its B slot is refilled with ours.
-  uint64_t* const peer_empty = p.cluster_m > 1 ? ptx::in_cta(sm.empty(0), ptx::cluster_rank() ^ 1) : nullptr;
+  const ConsumerView<BlockN> v(sm, p, c);
   auto st = gemm::PipelineState<Smem<BlockN>::kStages>::consumer_start();
-  for (int i = 0; i < w.stages; ++i, st.advance()) {
-    // The stage's addresses before the wait: the metadata load follows it at once.
-    const uint2* meta = reinterpret_cast<const uint2*>(sm.ptr(sm.meta(st.index) + meta_off));  // K steps 0, 1
-    const uint64_t da = ptx::smem_desc<kARowBytes>(sm.a(st.index) + c * 64 * kARowBytes);
-    const uint64_t db = ptx::smem_desc<kBRowBytes>(sm.b(st.index));
-    ptx::mbar_wait(sm.full(st.index), st.phase);
-    const uint2 e = *meta;
-    ptx::fence_operands(acc);
-    ptx::wgmma_fence();
-    if constexpr (Promote) {  // the stage's sums start afresh in `part`
-      Form::template mma<BlockN>(part, da, db, e.x, false);
-      Form::template mma<BlockN>(part, da + kABytesPerStep / 16, db + kBBytesPerStep / 16, e.y, true);
-    } else {
-      Form::template mma<BlockN>(acc, da, db, e.x, true);
-      Form::template mma<BlockN>(acc, da + kABytesPerStep / 16, db + kBBytesPerStep / 16, e.y, true);
-    }
-    ptx::wgmma_commit();
-    // Wait for this stage's wgmmas before the next: wgmma reads its metadata register when it
-    // executes, and the next stage's load would overwrite it (measured: keeping a stage in
-    // flight across the loop gives wrong results). The other math warpgroup keeps the tensor
-    // cores busy meanwhile.
-    ptx::wgmma_wait<0>();
-    ptx::fence_operands(acc);
-    if (lane == 0) {
-      ptx::mbar_arrive(sm.empty(st.index));
-      if (peer_empty) ptx::mbar_arrive_cluster(peer_empty + st.index);
-    }
-    if constexpr (Promote) promote(acc, part);
+  if constexpr (Promote) {
+    for (int i = 0; i < w.stages; ++i, st.advance()) promoted_stage<Form, BlockN>(acc, v, st.index, st.phase);
+  } else {
+    int i = 0;
+    for (; i + kWindow <= w.stages; i += kWindow) window<Form, BlockN, kWindow>(acc, v, st);
+    for (; i < w.stages; ++i) window<Form, BlockN, 1>(acc, v, st);
   }
 }
 

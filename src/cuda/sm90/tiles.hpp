@@ -19,6 +19,12 @@ constexpr int kSmemLimit = 227 * 1024;
 constexpr int kSmemSlack = 2048;              // 1024-byte alignment of the swizzle atoms + the barriers
 constexpr int kMaxStages = 8;
 constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+// Stages whose wgmmas a math warpgroup issues before it waits (the unpromoted main loop, a
+// window: mainloop.cuh). 1: each stage's own. Measured on the H100 against 1 (2026-11-23,
+// docs/benchmarks.md): 2 gave 0.96-0.99 at 8192^3, 4096^3, 14336x2048x4096 and 0.98-1.01 at
+// N = 16-128; 4 gave 0.71-0.78 at the large shapes (it holds 4 of the 5 stages until the window
+// retires). The other math warpgroup keeps the tensor cores busy while one waits.
+constexpr int kWindow = 1;
 constexpr int kMaxCluster = 2;                // CTAs per cluster along M: 1, or 2 sharing B by multicast
 constexpr int kMaxMetaLanes = 32;             // P: lanes of a 16-row block's metadata group (8 per quad row)
 static_assert(kStepsPerStage == gemm::kMetaGroup, "a stage holds one fragment-ready metadata group");
@@ -46,13 +52,13 @@ SPMMA_HD constexpr int stages_for(int block_n) {
 }
 
 // The CTA tile widths the kernel is built with, per accumulation: plain (the tensor cores' own
-// f32/s32 sums) and promoted (fp8: a second accumulator set per thread, so 256 columns do not fit
-// a math thread's 232 registers and 192 is the widest). 192 is not built plain: the heuristics
-// take the widest tile above N = 128, and each built width is a kernel per type pair.
+// f32/s32 sums) and promoted (fp8: a second accumulator set per thread, for the whole tile up to
+// 192 columns, for half of it at 256, mainloop.cuh). 192 is not built plain: the heuristics take
+// the widest tile above N = 128, and each built width is a kernel per type pair.
 struct TileWidth {
   int n;
   bool plain, promoted;
 };
-inline constexpr TileWidth kTileWidths[] = {{64, true, true}, {128, true, true}, {192, false, true}, {256, true, false}};
+inline constexpr TileWidth kTileWidths[] = {{64, true, true}, {128, true, true}, {192, false, true}, {256, true, true}};
 
 }  // namespace spmma::sm90

@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""Checks the sm90 kernel's machine code (cuobjdump -sass of a binary that holds it) for what the
+main loop promises and ptxas could silently undo (issue 10, item 1; docs/layouts.md):
+
+  unpromoted kernels  a window of W = kWindow stages (src/cuda/sm90/tiles.hpp): its 2W sparse
+                      wgmmas in one block, their metadata registers all distinct and none written
+                      while the block is pending, and W - 1 groups kept in flight (WARPGROUP.DEPBAR.LE
+                      gsb0, W - 1) - where ptxas serialises instead (warning C7513: a non-wgmma
+                      write of a wgmma input register while a group is pending) the block has a
+                      wait after each group and this check fails;
+  promoted kernels    2 sparse wgmmas per part (one stage's two K steps), a part as wide as the
+                      tile up to 192 columns and half of it at 256;
+  every kernel        no local memory (spills).
+
+Usage: check_sm90_sass.py CUOBJDUMP BINARY TILES_HPP"""
+import os
+import re
+import subprocess
+import sys
+
+KERNEL = re.compile(r"spgemm_kernelILNS_8ElemTypeE(\d+)ELS2_(\d+)ELi(\d+)ELb([01])E")
+GMMA = re.compile(r"\b([HQI]GMMA)\.SP\.64x(\d+)x\d+\S*\s+(.*)$")
+
+
+def functions(sass):
+    name, body = None, []
+    for line in sass.splitlines():
+        m = re.search(r"Function : (\S+)", line)
+        if m:
+            if name:
+                yield name, body
+            name, body = m.group(1), []
+        elif name:
+            ins = re.sub(r"/\*.*?\*/", "", line).strip().rstrip(";").strip()
+            if ins and not ins.startswith("."):
+                body.append(ins)
+    if name:
+        yield name, body
+
+
+def blocks(body):
+    """The wgmma blocks: the instructions from a WARPGROUP.ARRIVE to the next DEPBAR."""
+    out, cur = [], None
+    for ins in body:
+        if ins.startswith("WARPGROUP.ARRIVE"):
+            cur = []
+        elif cur is not None:
+            cur.append(ins)
+            if "WARPGROUP.DEPBAR" in ins:
+                out.append(cur)
+                cur = None
+    return out
+
+
+def check(name, body, block_n, promoted, w):
+    errors = []
+    if any(re.search(r"\b(LDL|STL)\b", i) for i in body):
+        errors.append("local memory (spills)")
+    bl = [b for b in blocks(body) if any(GMMA.search(i) for i in b)]
+    if not bl:
+        return errors + ["no sparse wgmma block"]
+    if promoted:
+        part = block_n // 2 if block_n > 192 else block_n
+        ok = [b for b in bl if [int(GMMA.search(i).group(2)) for i in b if GMMA.search(i)] == [part, part]]
+        if not ok:
+            errors.append(f"no stage of two 64x{part} sparse wgmmas")
+        return errors
+    window = None
+    for b in bl:
+        gm = [i for i in b if GMMA.search(i)]
+        if len(gm) == 2 * w and b[-1].endswith(f"gsb0, {w - 1:#x}"):
+            window = b
+    if window is None:
+        seen = ", ".join(f"{sum(1 for i in b if GMMA.search(i))} wgmmas then {b[-1]}" for b in bl[:4])
+        return errors + [f"no window of {2 * w} sparse wgmmas with {w - 1} group(s) in flight "
+                         f"(DEPBAR.LE gsb0, {w - 1:#x}); blocks: {seen}"]
+    meta = [GMMA.search(i).group(3).split(",")[3].strip() for i in window if GMMA.search(i)]
+    if len(set(meta)) != 2 * w:
+        errors.append(f"metadata registers not distinct across the window: {meta}")
+    # Between the window's first wgmma and its last wait nothing may write a metadata register
+    # (the hardware reads it when the wgmma executes); descriptor arithmetic may run there.
+    first = next(k for k, i in enumerate(window) if GMMA.search(i))
+    for i in window[first:]:
+        if GMMA.search(i):
+            continue
+        parts = i.split(None, 1)
+        dst = parts[1].split(",")[0].strip() if len(parts) > 1 else ""
+        if dst in meta:
+            errors.append(f"'{i}' writes metadata register {dst} while the window's wgmmas are pending")
+    return errors
+
+
+def main():
+    if len(sys.argv) != 4:
+        sys.exit(__doc__)
+    m = re.search(r"constexpr int kWindow = (\d+);", open(sys.argv[3]).read())
+    if not m:
+        sys.exit(f"no 'constexpr int kWindow = N;' in {sys.argv[3]}")
+    w = int(m.group(1))
+    # cuobjdump runs nvdisasm, found on PATH: the one beside it first (PyPI's wheels, .tools/).
+    env = dict(os.environ, PATH=os.path.dirname(os.path.abspath(sys.argv[1])) + os.pathsep + os.environ.get("PATH", ""))
+    r = subprocess.run([sys.argv[1], "-sass", "-arch", "sm_90a", sys.argv[2]], capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        sys.exit(f"{sys.argv[1]} -sass {sys.argv[2]} failed: {r.stderr.strip()}")
+    seen, failed = set(), 0
+    for name, body in functions(r.stdout):
+        m = KERNEL.search(name)
+        if not m or name in seen:
+            continue
+        seen.add(name)
+        a, b, block_n, promoted = int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4) == "1"
+        errors = check(name, body, block_n, promoted, w)
+        label = f"ElemType {a} x {b}, tile 128x{block_n}, {'promoted' if promoted else 'window'}"
+        if errors:
+            failed += 1
+            print(f"FAIL {label}: " + "; ".join(errors))
+    if not seen:
+        sys.exit(f"no sm90 spgemm_kernel in {sys.argv[2]}: nothing checked")
+    print(f"{len(seen)} sm90 kernels checked (window of {w} stage(s)), {failed} failed")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
