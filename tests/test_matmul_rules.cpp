@@ -309,6 +309,12 @@ TEST(MatmulRules, PlanOptionsOnTheCpu) {
   p = {};
   p.kernel = static_cast<KernelFamily>(7);
   expect_error([&] { Plan(h, d, p); }, Status::invalid_argument, {"PlanOptions.kernel = 7"});
+  p = {};
+  p.grid = GridKind::per_tile;
+  expect_error([&] { Plan(h, d, p); }, Status::not_supported, {"CPU backend has none"});
+  p.grid = static_cast<GridKind>(9);
+  expect_error([&] { Plan(h, d, p); }, Status::invalid_argument, {"PlanOptions.grid = 9", "GridKind"});
+  EXPECT_FALSE(Plan(h, d).info().persistent);
 }
 
 }  // namespace

@@ -85,6 +85,7 @@ void register_bench(CLI::App& app) {
     int reps = 30;
     std::string kernel = "auto";
     int tile_n = 0, splits = 0, group_m = 0, cluster_m = 0;
+    std::string grid = "auto";
   };
   auto o = std::make_shared<Opts>();
   cmd->add_option("--shapes", o->shapes,
@@ -108,6 +109,8 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--splits", o->splits, "sm90 split K: 1 (none) to 16 (PlanOptions.splits)");
   cmd->add_option("--group-m", o->group_m, "sm90 rasterization: M tiles per group (PlanOptions.group_m)");
   cmd->add_option("--cluster-m", o->cluster_m, "sm90: CTAs per cluster along M, 1 or 2 (PlanOptions.cluster_m)");
+  cmd->add_option("--grid", o->grid, "sm90 grid: auto (default), persistent or per-tile (PlanOptions.grid)")
+      ->check(CLI::IsMember({"auto", "persistent", "per-tile"}));
   cmd->callback([o] {
     if (o->reps < 1) fail(Status::invalid_argument, "bench: --reps " + std::to_string(o->reps) + " must be at least 1");
     std::vector<ElemType> types;
@@ -151,6 +154,7 @@ void register_bench(CLI::App& app) {
     bo.plan.kernel = o->kernel == "sm90" ? KernelFamily::sm90 : o->kernel == "sm80" ? KernelFamily::sm80 : KernelFamily::automatic;
     bo.plan.tile_n = o->tile_n, bo.plan.splits = o->splits, bo.plan.group_m = o->group_m;
     bo.plan.cluster_m = o->cluster_m;
+    bo.plan.grid = o->grid == "persistent" ? GridKind::persistent : o->grid == "per-tile" ? GridKind::per_tile : GridKind::automatic;
     std::vector<bench::Row> measured;
     std::string device;
     if (gpu) {

@@ -168,12 +168,17 @@ enum class KernelFamily : uint8_t { automatic, sm90, sm80 };
 // the device or the description cannot take is refused by Plan with not_supported (or
 // invalid_argument for a value no kernel has), naming the reason; a plan never silently
 // ignores a pin. The CPU backend has no kernel choices: it refuses any pin.
+// The sm90 kernel's grid: persistent (one CTA per SM, each taking tile after tile, its pipeline
+// running on into the next tile while it stores the last) or one CTA per tile.
+enum class GridKind : uint8_t { automatic, persistent, per_tile };
+
 struct PlanOptions {
   KernelFamily kernel = KernelFamily::automatic;
   int tile_n = 0;   // sm90: the CTA tile's N (64, 128, 256; fp8 with promotion 192 in place of 256)
   int splits = 0;   // sm90: split K into this many parts (1 = none, up to 16; each at least 2 stages)
   int group_m = 0;  // sm90: rasterization, M tiles walked before the next N tiles (1 .. 1024)
   int cluster_m = 0;  // sm90: CTAs per cluster along M (1, or 2 sharing B's tile by TMA multicast)
+  GridKind grid = GridKind::automatic;  // sm90: a persistent grid or one CTA per tile
 };
 
 // What a plan runs, field by field (describe() says the same in words).
@@ -185,6 +190,7 @@ struct PlanInfo {
   int splits = 1;                                 // split K (sm90)
   int group_m = 0;                                // rasterization group (sm90)
   int cluster_m = 1;                              // CTAs per cluster along M (sm90)
+  bool persistent = false;                        // a persistent grid (sm90)
   bool b_repacked = false;                        // B copied or transposed into the workspace each run
   std::string b_repack_why;                       // why, when it is
   std::string not_sm90_why;                       // why an sm_90 GPU's plan is on the sm80 kernel

@@ -799,6 +799,7 @@ TEST_F(Robust, EveryPinnedConfigurationMatchesTheCpu) {
             RunOpts o;
             o.plan.kernel = KernelFamily::sm90;
             o.plan.tile_n = tile, o.plan.splits = splits, o.plan.group_m = 1 + static_cast<int>(rng() % 3);
+            o.plan.grid = turn % 2 ? GridKind::persistent : GridKind::per_tile;
             if (!built) {
               const std::string pin = "tile_n = " + std::to_string(tile);
               expect_error([&] { Plan(*h_, d, o.plan); }, Status::not_supported,
@@ -817,6 +818,7 @@ TEST_F(Robust, EveryPinnedConfigurationMatchesTheCpu) {
               EXPECT_EQ(info.splits, splits);
               EXPECT_EQ(info.group_m, o.plan.group_m);
               EXPECT_EQ(info.cluster_m, cluster);
+              EXPECT_EQ(info.persistent, o.plan.grid == GridKind::persistent);
               EXPECT_GE(info.stages, 3);
               ++runs;
             }
@@ -857,6 +859,10 @@ TEST_F(Robust, EveryPinnedConfigurationMatchesTheCpu) {
     expect_error([&] { Plan(*h_, d, p); }, NS, {"sm80 kernel", "no split K"});
     p.tile_n = 0, p.cluster_m = 2;
     expect_error([&] { Plan(*h_, d, p); }, NS, {"cluster_m", "sm80 kernel"});
+    p.cluster_m = 0, p.grid = GridKind::persistent;
+    expect_error([&] { Plan(*h_, d, p); }, NS, {"grid", "sm80 kernel"});
+    p.grid = static_cast<GridKind>(7);
+    expect_error([&] { Plan(*h_, d, p); }, IA, {"PlanOptions.grid = 7", "GridKind"});
   }
   // The sm80 kernel, pinned, for every listed type (on Hopper it otherwise runs only 4-bit types).
   for (const TypeCombo& tc : supported_types(*h_)) {
@@ -903,6 +909,57 @@ TEST_F(Robust, ClustersOfTwoMatchTheCpu) {
         EXPECT_NE(plan.describe().find("clusters of 2"), std::string::npos) << plan.describe();
         ++turn;
       }
+}
+
+// The persistent grid: more tiles than CTAs that fit the GPU (a CTA, or a cluster of 2, takes
+// tile after tile, its pipeline running on from one tile into the next), every way out of the
+// epilogue (plain pairs from registers, the scratch blocks' general epilogue, split K's partial
+// sums), both D layouts, odd N, batches, clusters of 2 with an odd number of M tiles.
+TEST_F(Robust, PersistentGridMatchesTheCpu) {
+  if (h_->compute_capability() != 90 || supported_types(*h_).empty() ||
+      Plan(*h_, desc_of(T::bf16, T::bf16, T::f32, 16, 8, 32)).info().kernel != KernelFamily::sm90)
+    GTEST_SKIP() << "the sm90 kernel does not run here (needs an sm_90 GPU and sm_90a machine code)";
+  std::mt19937_64 rng(seed() + 11);
+  struct Case {
+    T a, cd;
+    int64_t n;
+    int tile, cluster, splits, batch;
+    bool general;  // bias / scale vectors / C / GELU / column-major D: the scratch blocks
+    bool fast = false;
+  };
+  const Case cases[] = {
+      {T::bf16, T::bf16, 1100, 64, 1, 1, 1, false},  {T::bf16, T::f32, 1100, 128, 2, 1, 1, false},
+      {T::e4m3, T::bf16, 1100, 256, 2, 1, 2, true},  {T::s8, T::s8, 1100, 128, 1, 1, 1, true},
+      {T::bf16, T::f16, 1100, 128, 1, 2, 2, false},  {T::bf16, T::bf16, 1101, 64, 2, 1, 1, false},
+      {T::s8, T::s32, 1100, 256, 2, 1, 2, false},    {T::e4m3, T::f16, 1100, 256, 1, 1, 2, true, true},
+      {T::e4m3, T::f32, 1100, 192, 2, 3, 1, false},
+  };
+  int turn = 0;
+  for (const Case& c : cases) {
+    // 15 M tiles; 2 stages, or 12 with split K (splits take whole pairs of stages)
+    MatmulDesc d = desc_of(c.a, c.a, c.cd, 1900, c.n, (c.splits > 1 ? 24 : 4) * kstep(c.a));
+    d.batch = c.batch;
+    d.fast_accumulation = c.fast;
+    RunOpts o;
+    if (c.general) {
+      d.bias = turn % 2 == 0;
+      d.scale_rows = d.scale_cols = true;
+      d.cd_order = turn % 3 == 0 ? Order::col_major : Order::row_major;
+      d.activation = is_int(c.a) ? Activation::relu : Activation::gelu;
+      o.beta = turn % 2 ? 0.5f : 0.f;
+    }
+    o.plan.tile_n = c.tile, o.plan.cluster_m = c.cluster, o.plan.splits = c.splits;
+    o.plan.grid = GridKind::persistent;
+    EXPECT_TRUE(Plan(*h_, d, o.plan).info().persistent);
+    SCOPED_TRACE(std::string(type_name(c.a)) + " -> " + std::string(type_name(c.cd)) + " n " + std::to_string(c.n) +
+                 " tile " + std::to_string(c.tile) + " cluster " + std::to_string(c.cluster) + " splits " +
+                 std::to_string(c.splits) + " batch " + std::to_string(c.batch) + (c.general ? " general" : " plain"));
+    const int64_t tiles = 15 * ((c.n + c.tile - 1) / c.tile) * c.batch * c.splits;
+    ASSERT_GT(tiles, 132) << "a case with no CTA taking a second tile";
+    Images im = make_images(d, rng, {});
+    twin(d, im, o, *h_);
+    ++turn;
+  }
 }
 
 // Scale vectors on every GPU path, against the CPU: the sm90 kernel's vector rows (row-major D)

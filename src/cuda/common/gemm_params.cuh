@@ -55,6 +55,7 @@ struct Params {
   bool plain;              // alpha = 1, beta = 0, no bias, activation none or ReLU (plain_value)
   int group_m;             // sm90 rasterization: M tiles per group (0: the kernel's default)
   int cluster_m;           // sm90: CTAs per cluster along M (1 or 2), sharing B's tile by multicast
+  bool persistent;         // sm90: at most one CTA per SM, each taking tile after tile
 };
 
 // The 32-bit shared-memory address of a generic pointer, as PTX shared-space operands take it.
@@ -113,11 +114,11 @@ __device__ __forceinline__ int cd_bytes(CdType t) {
   return t == CdType::f32 || t == CdType::s32 ? 4 : t == CdType::s8 ? 1 : 2;
 }
 
-// Whether the row-major vector path applies: D row-major without C, and every run of 8 elements
-// starting at a multiple of 8 aligned for one store of its bytes (16 at most: 32-byte runs are
-// two stores).
-__device__ __forceinline__ bool vector_rows_ok(const Params& p) {
-  const int eb = cd_bytes(p.d_type), align = eb == 1 ? 8 : 16;
+// Whether the row-major vector path applies to runs of n elements: D row-major without C, and
+// every run of n elements starting at a multiple of n aligned for one store of its bytes (16 at
+// most: longer runs are several stores).
+__device__ __forceinline__ bool vector_rows_ok(const Params& p, int n) {
+  const int eb = cd_bytes(p.d_type), align = min(16, n * eb);
   return !p.cd_col_major && p.beta == 0.f && reinterpret_cast<uintptr_t>(p.d) % align == 0 &&
          (p.ldd * eb) % align == 0 && (p.batch_d * eb) % align == 0;
 }
@@ -134,28 +135,39 @@ __device__ __forceinline__ float plain_value(float acc, bool relu) {
 }
 __device__ __forceinline__ int32_t plain_value(int32_t acc, bool relu) { return relu ? max(acc, 0) : acc; }
 
-// Two values rounded once into a bf16 / f16 pair, from f32 (the plain path: one cvt of the pair)
-// or from double.
+// Two f32 values rounded once into a bf16 / f16 pair (one cvt of the pair).
 __device__ __forceinline__ __nv_bfloat162 to_bf16x2(float a, float b) { return __floats2bfloat162_rn(a, b); }
-__device__ __forceinline__ __nv_bfloat162 to_bf16x2(double a, double b) {
-  return __halves2bfloat162(__double2bfloat16(a), __double2bfloat16(b));
-}
 __device__ __forceinline__ __half2 to_f16x2(float a, float b) { return __floats2half2_rn(a, b); }
-__device__ __forceinline__ __half2 to_f16x2(double a, double b) { return __halves2half2(__double2half(a), __double2half(b)); }
 
-// 8 values (f32 or double) into a float D at idx (vector_rows_ok(p) holds): 16-byte stores.
-template <class T>
-__device__ __forceinline__ void store8(const Params& p, int64_t idx, const T (&y)[8]) {
+// Bytes words[0 ..] to dst in stores of at most 16 bytes (dst aligned for them).
+template <int Bytes>
+__device__ __forceinline__ void store_bytes(void* dst, const uint32_t* words) {
+  if constexpr (Bytes == 2) {
+    *static_cast<uint16_t*>(dst) = static_cast<uint16_t>(words[0]);
+  } else if constexpr (Bytes == 4) {
+    *static_cast<uint32_t*>(dst) = words[0];
+  } else if constexpr (Bytes == 8) {
+    *static_cast<uint2*>(dst) = make_uint2(words[0], words[1]);
+  } else {
+#pragma unroll
+    for (int i = 0; i < Bytes / 16; ++i)
+      static_cast<uint4*>(dst)[i] = make_uint4(words[4 * i], words[4 * i + 1], words[4 * i + 2], words[4 * i + 3]);
+  }
+}
+
+// N f32 values (N even) into a float D at idx (vector_rows_ok(p, N) holds).
+template <int N>
+__device__ __forceinline__ void store_n(const Params& p, int64_t idx, const float (&y)[N]) {
   if (p.d_type == CdType::f32) {
-    float4* d = reinterpret_cast<float4*>(static_cast<float*>(p.d) + idx);
-    d[0] = make_float4(static_cast<float>(y[0]), static_cast<float>(y[1]), static_cast<float>(y[2]), static_cast<float>(y[3]));
-    d[1] = make_float4(static_cast<float>(y[4]), static_cast<float>(y[5]), static_cast<float>(y[6]), static_cast<float>(y[7]));
+    uint32_t w[N];
+#pragma unroll
+    for (int j = 0; j < N; ++j) w[j] = __float_as_uint(y[j]);
+    store_bytes<4 * N>(static_cast<float*>(p.d) + idx, w);
     return;
   }
-  uint4 packed;
-  uint32_t* w = reinterpret_cast<uint32_t*>(&packed);
+  uint32_t w[N / 2];
 #pragma unroll
-  for (int j = 0; j < 4; ++j) {
+  for (int j = 0; j < N / 2; ++j) {
     if (p.d_type == CdType::bf16) {
       const __nv_bfloat162 h = to_bf16x2(y[2 * j], y[2 * j + 1]);
       w[j] = reinterpret_cast<const uint32_t&>(h);
@@ -164,64 +176,37 @@ __device__ __forceinline__ void store8(const Params& p, int64_t idx, const T (&y
       w[j] = reinterpret_cast<const uint32_t&>(h);
     }
   }
-  *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.d) + idx) = packed;
+  store_bytes<2 * N>(static_cast<uint16_t*>(p.d) + idx, w);
 }
-// Integer D: y already rounded and saturated into D's range; 16-byte stores (s8: one of 8).
-__device__ __forceinline__ void store8(const Params& p, int64_t idx, const int32_t (&y)[8]) {
+// Integer D: y already rounded and saturated into D's range.
+template <int N>
+__device__ __forceinline__ void store_n(const Params& p, int64_t idx, const int32_t (&y)[N]) {
   if (p.d_type == CdType::s32) {
-    int4* d = reinterpret_cast<int4*>(static_cast<int32_t*>(p.d) + idx);
-    d[0] = make_int4(y[0], y[1], y[2], y[3]);
-    d[1] = make_int4(y[4], y[5], y[6], y[7]);
+    store_bytes<4 * N>(static_cast<int32_t*>(p.d) + idx, reinterpret_cast<const uint32_t*>(y));
     return;
   }
-  uint2 packed;
-  uint32_t* w = reinterpret_cast<uint32_t*>(&packed);
+  uint32_t w[(N + 3) / 4] = {};
 #pragma unroll
-  for (int j = 0; j < 2; ++j)
-    w[j] = (y[4 * j] & 0xFF) | (y[4 * j + 1] & 0xFF) << 8 | (y[4 * j + 2] & 0xFF) << 16 | static_cast<uint32_t>(y[4 * j + 3]) << 24;
-  *reinterpret_cast<uint2*>(static_cast<int8_t*>(p.d) + idx) = packed;
+  for (int j = 0; j < N; ++j) w[j / 4] |= static_cast<uint32_t>(y[j] & 0xFF) << (8 * (j % 4));
+  store_bytes<N>(static_cast<int8_t*>(p.d) + idx, w);
 }
 
-// Elements (row, col .. col+7) of D from their raw accumulator words (vector_rows_ok(p) holds):
-// one or two vector stores; past N element by element.
-template <class Acc>
-__device__ __forceinline__ void store_row8(const Params& p, int batch, int row, int col, const uint32_t* raw) {
-  if (col + 8 > p.n) {
-    for (int j = 0; j < 8 && col + j < p.n; ++j) epilogue_store(p, batch, row, col + j, acc_value<Acc>(raw[j]));
-    return;
-  }
-  const int64_t idx = batch * p.batch_d + static_cast<int64_t>(row) * p.ldd + col;
+// The plain epilogue of elements (row, col .. col+N-1) at D's index idx from their raw
+// accumulator words (p.plain, vector_rows_ok(p, N), all N inside N).
+template <int N, class Acc>
+__device__ __forceinline__ void store_plain(const Params& p, int64_t idx, const uint32_t* raw) {
   const bool relu = p.activation == detail::kActRelu;
   if constexpr (std::is_same_v<Acc, float>) {
-    if (p.plain) {
-      float y[8];
+    float y[N];
 #pragma unroll
-      for (int j = 0; j < 8; ++j) y[j] = plain_value(__uint_as_float(raw[j]), relu);
-      store8(p, idx, y);
-      return;
-    }
-    const double bias = p.bias ? p.bias[row] : 0.0;
-    double y[8];
-#pragma unroll
-    for (int j = 0; j < 8; ++j)
-      y[j] = detail::epilogue_value(__uint_as_float(raw[j]), scale_of(p, batch, row, col + j), 0.0, 0.0, p.bias != nullptr,
-                                    bias, p.activation);
-    store8(p, idx, y);
-  } else {  // s32 sums: s32 or s8 D
+    for (int j = 0; j < N; ++j) y[j] = plain_value(__uint_as_float(raw[j]), relu);
+    store_n<N>(p, idx, y);
+  } else {
     const int32_t lo = p.d_type == CdType::s8 ? -128 : INT32_MIN, hi = p.d_type == CdType::s8 ? 127 : INT32_MAX;
-    int32_t y[8];
-    if (p.plain) {
+    int32_t y[N];
 #pragma unroll
-      for (int j = 0; j < 8; ++j) y[j] = min(max(plain_value(static_cast<int32_t>(raw[j]), relu), lo), hi);
-    } else {
-      const double bias = p.bias ? p.bias[row] : 0.0;
-#pragma unroll
-      for (int j = 0; j < 8; ++j)
-        y[j] = detail::to_integer_output(detail::epilogue_value(static_cast<int32_t>(raw[j]), scale_of(p, batch, row, col + j),
-                                                                0.0, 0.0, p.bias != nullptr, bias, p.activation),
-                                         lo, hi);
-    }
-    store8(p, idx, y);
+    for (int j = 0; j < N; ++j) y[j] = min(max(plain_value(static_cast<int32_t>(raw[j]), relu), lo), hi);
+    store_n<N>(p, idx, y);
   }
 }
 

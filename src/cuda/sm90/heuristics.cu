@@ -97,6 +97,9 @@ Config choose(const MatmulDesc& d, bool promoted, int inst_k, int sm_count, cons
     c.cluster_m = m_tiles >= kClusterMinMTiles && tiles >= sm_count ? 2 : 1;
   }
 
+  // The grid: persistent unless pinned (measured against one CTA per tile in docs/benchmarks.md).
+  c.persistent = pins.grid != GridKind::per_tile;
+
   if (pins.group_m && (pins.group_m < 1 || pins.group_m > 1024))
     fail(Status::invalid_argument, "PlanOptions.group_m = " + std::to_string(pins.group_m) + ": 1 .. 1024 M tiles");
   c.group_m = pins.group_m ? pins.group_m : kGroupM;

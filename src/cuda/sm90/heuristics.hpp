@@ -18,6 +18,7 @@ struct Config {
   int stages_per_split = 0;  // stages of 2 K steps per split (splits > 1)
   int group_m = 0;           // M tiles per rasterization group
   int cluster_m = 1;         // CTAs per cluster along M (2: B's tile shared by multicast)
+  bool persistent = false;   // a persistent grid (scheduler.cuh), else one CTA per tile
 };
 
 // The configuration for desc (fp8 sums promoted or not; the instruction's K is inst_k) on a GPU

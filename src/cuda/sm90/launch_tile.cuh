@@ -3,6 +3,7 @@
 // (build/generated/gemm_sm90_*.cu): one grid of the kernel at one instantiation.
 #pragma once
 #include <algorithm>
+#include <atomic>
 
 #include "device_buffer.cuh"
 #include "sm90/launch_sm90.hpp"
@@ -10,15 +11,37 @@
 
 namespace spmma::sm90 {
 
+// CTAs of the kernel that fit the device at once, in whole clusters: one per SM alone; in
+// clusters of 2, what the occupancy calculator places (an SM without a partner in its GPU
+// processing cluster stays out). Asked once per device, instantiation and cluster size.
+template <class Kernel>
+int resident_ctas(Kernel kernel, cudaLaunchConfig_t cfg, int cluster) {
+  constexpr int kMaxDevices = 64;
+  static std::atomic<int> known[kMaxDevices][kMaxCluster + 1];
+  int dev = 0;
+  cuda::check(cudaGetDevice(&dev), "cudaGetDevice");
+  if (dev < kMaxDevices)
+    if (const int n = known[dev][cluster].load(std::memory_order_relaxed)) return n;
+  int n = 0;
+  if (cluster == 1) {
+    cuda::check(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev), "cudaDeviceGetAttribute");
+  } else {
+    cfg.gridDim = dim3(static_cast<unsigned>(cluster));  // a grid of whole clusters, as the query requires
+    cuda::check(cudaOccupancyMaxActiveClusters(&n, kernel, &cfg), "cudaOccupancyMaxActiveClusters (sm90 kernel)");
+    n *= cluster;
+  }
+  if (n < cluster)
+    fail(Status::cuda_error, "the sm90 kernel fits no cluster of " + std::to_string(cluster) + " CTAs on this device");
+  if (dev < kMaxDevices) known[dev][cluster].store(n, std::memory_order_relaxed);
+  return n;
+}
+
 template <ElemType A, ElemType B, int BlockN, bool Promote>
 void launch_tile(const Maps& m, const gemm::Params& p, cudaStream_t s) {
   constexpr auto kernel = &spgemm_kernel<A, B, BlockN, Promote>;
   constexpr int smem = Smem<BlockN>::kBytes;
   cuda::set_smem_limit(reinterpret_cast<const void*>(kernel), smem, "sm90 kernel");
   cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(static_cast<unsigned>(ctas(p.m_pad, p.n, BlockN, p.cluster_m)),
-                     static_cast<unsigned>(std::min(gemm::kMaxGridBatch, p.batch - p.batch0)),
-                     static_cast<unsigned>(p.splits > 1 ? p.splits : 1));
   cfg.blockDim = dim3(kThreads);
   cfg.dynamicSmemBytes = smem;
   cfg.stream = s;
@@ -27,6 +50,10 @@ void launch_tile(const Maps& m, const gemm::Params& p, cudaStream_t s) {
   cluster.val.clusterDim.x = static_cast<unsigned>(p.cluster_m), cluster.val.clusterDim.y = 1, cluster.val.clusterDim.z = 1;
   cfg.attrs = &cluster;
   cfg.numAttrs = p.cluster_m > 1 ? 1 : 0;
+  // One CTA per tile, or a persistent grid (scheduler.cuh): at most as many as fit at once.
+  const int64_t ctas = p.cluster_m * work_units(p.m_pad, p.n, BlockN, p.cluster_m,
+                                                std::min(gemm::kMaxGridBatch, p.batch - p.batch0), p.splits);
+  cfg.gridDim = dim3(static_cast<unsigned>(p.persistent ? std::min<int64_t>(ctas, resident_ctas(kernel, cfg, p.cluster_m)) : ctas));
   cuda::check(cudaLaunchKernelEx(&cfg, kernel, m.a, m.b, m.meta, p), "launch of the sm90 kernel");
 }
 

@@ -17,13 +17,13 @@
 
 namespace spmma::sm90 {
 
-// The CTA's dynamic shared memory: kStages stages of {A, B, metadata}, then the barriers. The
-// epilogue reuses the stages once the main loop is done.
+// The CTA's dynamic shared memory: kStages stages of {A, B, metadata}, the barriers, then the
+// epilogue's scratch.
 template <int BlockN>
 struct Smem {
   static constexpr int kStages = stages_for(BlockN);
   static constexpr int kStageBytes = stage_bytes(BlockN);
-  static constexpr int kBytes = kStages * kStageBytes + kSmemSlack;
+  static constexpr int kBytes = kStages * kStageBytes + kSmemSlack + kEpilogueBytes;
   static_assert(kStageBytes % 1024 == 0, "stages keep 1024-byte alignment for the swizzle atoms");
   static_assert(kStages >= 3, "a pipeline");
 
@@ -42,6 +42,10 @@ struct Smem {
     return reinterpret_cast<uint64_t*>(base + kStages * kStageBytes) + slot;
   }
   __device__ __forceinline__ uint64_t* empty(int slot) const { return full(kStages + slot); }
+  // Math warp `warp` (0 .. 4·kConsumers - 1)'s block of the epilogue's scratch.
+  __device__ __forceinline__ uint32_t* scratch(int warp) const {
+    return reinterpret_cast<uint32_t*>(base + kStages * kStageBytes + 1024) + warp * kEpilogueChunk * kEpilogueLd;
+  }
 
   // full: the producer's expect_tx arrival (+ the copies' bytes); empty: one arrival per math warp
   // of each CTA of the cluster (a stage's B arrives in all of them at once, so all must be done
@@ -60,16 +64,17 @@ struct Smem {
 // swizzle) and the stage's metadata group of the CTA's eight 16-row blocks, all completing on
 // the stage's `full` barrier. In a cluster of 2 (the same N tile), each CTA loads half of B's
 // columns and multicasts them to both: B's traffic from L2 per CTA halves, and each CTA's barrier
-// still counts the whole stage.
-template <int BlockN>
+// still counts the whole stage. The pipeline state runs on across tiles: the next tile's first
+// stages load while the math warpgroups finish the last tile and store it.
+template <int BlockN, class State>
 __device__ __forceinline__ void produce(const Smem<BlockN>& sm, const CUtensorMap& tm_a, const CUtensorMap& tm_b,
-                                        const CUtensorMap& tm_meta, const WorkTile& w, const gemm::Params& p) {
+                                        const CUtensorMap& tm_meta, const WorkTile& w, const gemm::Params& p,
+                                        State& st) {
   const int a_z = p.batch_a_bytes ? w.batch : 0;
   const Box meta = box_meta(p.meta_lanes);
   const uint32_t tx_bytes = box_a().size() + box_b(BlockN).size() + meta.size();
   const int cl = p.cluster_m, rank = static_cast<int>(blockIdx.x) % cl;
   const Box b_part = box_b(BlockN / cl);  // this CTA's share of B (the tensor map's box)
-  auto st = gemm::PipelineState<Smem<BlockN>::kStages>::producer_start();
   for (int i = 0; i < w.stages; ++i, st.advance()) {
     const int s = w.stage_begin + i;
     ptx::mbar_wait(sm.empty(st.index), st.phase);
@@ -190,12 +195,12 @@ __device__ __forceinline__ void promoted_stage(typename Form::Acc (&acc)[BlockN 
   }
 }
 
-// Math warpgroup c (rows 64c .. 64c + 63 of the CTA tile) over the CTA's K range: acc = A·B.
-template <class Form, int BlockN, bool Promote>
-__device__ __forceinline__ void consume(typename Form::Acc (&acc)[BlockN / 2], const Smem<BlockN>& sm, const WorkTile& w,
-                                        const gemm::Params& p, int c) {
-  const ConsumerView<BlockN> v(sm, p, c);
-  auto st = gemm::PipelineState<Smem<BlockN>::kStages>::consumer_start();
+// Math warpgroup c (rows 64c .. 64c + 63 of the CTA tile) over the tile's K range: acc = A·B.
+template <class Form, int BlockN, bool Promote, class State>
+__device__ __forceinline__ void consume(typename Form::Acc (&acc)[BlockN / 2], const ConsumerView<BlockN>& v,
+                                        const WorkTile& w, State& st) {
+#pragma unroll
+  for (int i = 0; i < BlockN / 2; ++i) acc[i] = 0;
   if constexpr (Promote) {
     for (int i = 0; i < w.stages; ++i, st.advance()) promoted_stage<Form, BlockN>(acc, v, st.index, st.phase);
   } else {

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The sm90 kernel's tile scheduler: which output tile, batch entry and K range a CTA computes.
-// One tile per CTA (a non-persistent grid). blockIdx.x walks units of p.cluster_m M tiles (the
-// CTAs of a cluster: the same N tile, consecutive M tiles) in groups of p.group_m M tiles, M
-// fastest, so that a wave of CTAs shares its A rows and B columns in L2; blockIdx.y is the batch
-// entry (after p.batch0); blockIdx.z the split of K. With clusters of 2 and an odd number of M
-// tiles, the last unit's second CTA lies past A's rows: it loads (zeros) and multicasts its half
-// of B like any other, and stores nothing.
+// The sm90 kernel's tile scheduler: a persistent grid, each CTA (each cluster) walking work units
+// blockIdx.x / cluster, + gridDim.x / cluster, ... in order, where a unit is p.cluster_m
+// consecutive M tiles of one N tile (the CTAs of a cluster) of one batch entry and one split of
+// K. Units run M fastest in groups of p.group_m M tiles, so that the units in flight at once
+// share their A rows and B columns in L2; then N tiles, batch entries (after p.batch0) and splits.
+// With clusters of 2 and an odd number of M tiles, the last unit's second CTA lies past A's rows:
+// it loads (zeros) and multicasts its half of B like any other, and stores nothing.
+// The producer and the math warpgroups each run their own copy of the walk: the same units in
+// the same order, so they meet at every stage's barriers without talking.
 #pragma once
 #include "common/gemm_params.cuh"
 #include "sm90/tiles.hpp"
@@ -20,23 +22,51 @@ struct WorkTile {
   int stages;       // stages of this CTA's K range
 };
 
-template <int BlockN>
-__device__ __forceinline__ WorkTile work_tile(const gemm::Params& p) {
-  WorkTile w;
-  const int cl = p.cluster_m, rank = static_cast<int>(blockIdx.x) % cl;
-  const int m_units = (p.m_pad / kBlockM + cl - 1) / cl, n_tiles = (p.n + BlockN - 1) / BlockN;
-  const int group_units = (p.group_m + cl - 1) / cl, per_group = group_units * n_tiles;
-  const int unit = static_cast<int>(blockIdx.x) / cl, group = unit / per_group, in_group = unit % per_group;
-  const int first = group * group_units, units = min(group_units, m_units - first);
-  w.m0 = ((first + in_group % units) * cl + rank) * kBlockM;
-  w.n0 = (in_group / units) * BlockN;
-  w.batch = p.batch0 + static_cast<int>(blockIdx.y);
-  // K steps padded to a whole metadata group run on zero A and B (TMA fills zeros past K) with
-  // the padding word's valid nibbles.
-  w.split = blockIdx.z;
-  w.stage_begin = w.split * p.stages_per_split;
-  w.stages = min(static_cast<int>(p.meta_groups), w.stage_begin + p.stages_per_split) - w.stage_begin;
-  return w;
+// Work units of one launch (sm90/launch_tile.cuh sizes the grid by it).
+SPMMA_HD inline int64_t work_units(int m_pad, int n, int block_n, int cluster, int batches, int splits) {
+  return static_cast<int64_t>((m_pad / kBlockM + cluster - 1) / cluster) * ((n + block_n - 1) / block_n) * batches *
+         (splits > 1 ? splits : 1);
 }
+
+template <int BlockN>
+class TileScheduler {
+ public:
+  __device__ __forceinline__ explicit TileScheduler(const gemm::Params& p) : p_(p) {
+    cl_ = p.cluster_m;
+    rank_ = static_cast<int>(blockIdx.x) % cl_;
+    m_units_ = (p.m_pad / kBlockM + cl_ - 1) / cl_;
+    n_tiles_ = (p.n + BlockN - 1) / BlockN;
+    batches_ = min(gemm::kMaxGridBatch, p.batch - p.batch0);
+    total_ = work_units(p.m_pad, p.n, BlockN, cl_, batches_, p.splits);
+    next_ = static_cast<int>(blockIdx.x) / cl_;
+    stride_ = static_cast<int>(gridDim.x) / cl_;
+  }
+
+  // The next unit's tile for this CTA; false when the walk is done.
+  __device__ __forceinline__ bool next(WorkTile& w) {
+    if (next_ >= total_) return false;
+    const int64_t per_batch = static_cast<int64_t>(m_units_) * n_tiles_;
+    const int unit = static_cast<int>(next_ % per_batch);
+    const int64_t rest = next_ / per_batch;
+    next_ += stride_;
+    const int group_units = (p_.group_m + cl_ - 1) / cl_, per_group = group_units * n_tiles_;
+    const int group = unit / per_group, in_group = unit % per_group;
+    const int first = group * group_units, units = min(group_units, m_units_ - first);
+    w.m0 = ((first + in_group % units) * cl_ + rank_) * kBlockM;
+    w.n0 = (in_group / units) * BlockN;
+    w.batch = p_.batch0 + static_cast<int>(rest % batches_);
+    // K steps padded to a whole metadata group run on zero A and B (TMA fills zeros past K) with
+    // the padding word's valid nibbles.
+    w.split = static_cast<int>(rest / batches_);
+    w.stage_begin = w.split * p_.stages_per_split;
+    w.stages = min(static_cast<int>(p_.meta_groups), w.stage_begin + p_.stages_per_split) - w.stage_begin;
+    return true;
+  }
+
+ private:
+  const gemm::Params& p_;
+  int cl_, rank_, m_units_, n_tiles_, batches_, stride_;
+  int64_t total_, next_;
+};
 
 }  // namespace spmma::sm90

@@ -6,12 +6,14 @@
 // per instruction (bf16/f16 k32, tf32 k16, fp8/int8 k64), so the kernel is written in bytes and
 // the type pair only picks the instruction (Form<A, B>, generated from the ISA registry).
 //
-// Warp specialisation, one CTA per SM, read top to bottom:
-//   scheduler (scheduler.cuh)  which tile, batch entry and K range this CTA computes;
+// Warp specialisation, one persistent CTA per SM, read top to bottom:
+//   scheduler (scheduler.cuh)  the tiles (tile, batch entry, K range) this CTA computes, in turn;
 //   producer  (mainloop.cuh)   warpgroup 0, one thread: TMA loads of A, B and metadata per stage
-//                              (B shared with the other CTA of a cluster of 2 by multicast);
+//                              (B shared with the other CTA of a cluster of 2 by multicast), on
+//                              into the next tile while the math warpgroups store the last;
 //   consumer  (mainloop.cuh)   warpgroups 1, 2 (64 rows each): wgmma.sp per stage, fp8 promotion;
-//   epilogue  (epilogue.cuh)   the math warpgroups write D through shared memory.
+//   epilogue  (epilogue.cuh)   the math warpgroups write D from registers (or through a small
+//                              scratch block per warp), the next tile's stages loading meanwhile.
 #pragma once
 #include <cuda.h>
 
@@ -34,9 +36,9 @@ __global__ void __launch_bounds__(kThreads, 1)
                   const __grid_constant__ CUtensorMap tm_meta, const gemm::Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using F = Form<A, B>;
+  using State = gemm::PipelineState<Smem<BlockN>::kStages>;
   extern __shared__ uint8_t smem_raw[];
   const Smem<BlockN> sm(smem_raw);
-  const WorkTile w = work_tile<BlockN>(p);
   if (threadIdx.x == 0) sm.init_barriers(p.cluster_m);
   // A cluster's CTAs arrive on each other's barriers and write each other's stages: both
   // barrier sets are initialised before either CTA starts, and neither CTA leaves (its shared
@@ -44,17 +46,24 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (p.cluster_m > 1) ptx::cluster_sync();
   else __syncthreads();
 
+  TileScheduler<BlockN> tiles(p);
+  WorkTile w;
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
     ptx::setmaxnreg_dec<kProducerRegs>();
-    if (threadIdx.x == 0) produce<BlockN>(sm, tm_a, tm_b, tm_meta, w, p);
+    if (threadIdx.x == 0) {
+      State st = State::producer_start();
+      while (tiles.next(w)) produce<BlockN>(sm, tm_a, tm_b, tm_meta, w, p, st);
+    }
   } else {
     ptx::setmaxnreg_inc<kConsumerRegs>();
+    const ConsumerView<BlockN> v(sm, p, wg - 1);
+    State st = State::consumer_start();
     typename F::Acc acc[BlockN / 2];
-#pragma unroll
-    for (int i = 0; i < BlockN / 2; ++i) acc[i] = 0;
-    consume<F, BlockN, Promote>(acc, sm, w, p, wg - 1);
-    epilogue<typename F::Acc, BlockN>(acc, sm.base, w, p, wg - 1);
+    while (tiles.next(w)) {
+      consume<F, BlockN, Promote>(acc, v, w, st);
+      epilogue<typename F::Acc, BlockN>(acc, sm.scratch(threadIdx.x / 32 - 4), w, p, wg - 1);
+    }
   }
   if (p.cluster_m > 1) ptx::cluster_sync();
 #else

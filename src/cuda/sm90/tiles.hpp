@@ -17,6 +17,11 @@ constexpr int kARowBytes = kStepsPerStage * kABytesPerStep;  // 64: one 64-byte 
 constexpr int kBRowBytes = kStepsPerStage * kBBytesPerStep;  // 128: one 128-byte swizzle atom row
 constexpr int kSmemLimit = 227 * 1024;
 constexpr int kSmemSlack = 2048;              // 1024-byte alignment of the swizzle atoms + the barriers
+// The epilogue's scratch (epilogue.cuh): per math warp, a 16 x 16 block of 32-bit words in rows
+// of 24 (8 pad words keep the fragment's 8-byte writes conflict-free and rows 16-byte aligned).
+// 12 KB, beside the stages: they hold the next tile's loads by then.
+constexpr int kEpilogueChunk = 16, kEpilogueLd = kEpilogueChunk + 8;
+constexpr int kEpilogueBytes = kConsumers * 4 * kEpilogueChunk * kEpilogueLd * 4;
 constexpr int kMaxStages = 8;
 constexpr int kProducerRegs = 40, kConsumerRegs = 232;
 // Stages whose wgmmas a math warpgroup issues before it waits (the unpromoted main loop, a
@@ -45,11 +50,14 @@ SPMMA_HD constexpr Box box_meta(int meta_lanes) { return {meta_lanes * gemm::kMe
 SPMMA_HD constexpr int stage_bytes(int block_n) {
   return box_a().size() + box_b(block_n).size() + box_meta(kMaxMetaLanes).size();
 }
-// Pipeline depth at a tile width: as many stages as fit the shared memory, at most kMaxStages.
+// Pipeline depth at a tile width: as many stages as fit the shared memory beside the epilogue's
+// scratch, at most kMaxStages (the scratch costs no stage at any width: 256 keeps 5).
 SPMMA_HD constexpr int stages_for(int block_n) {
-  return (kSmemLimit - kSmemSlack) / stage_bytes(block_n) > kMaxStages ? kMaxStages
-                                                                       : (kSmemLimit - kSmemSlack) / stage_bytes(block_n);
+  return (kSmemLimit - kSmemSlack - kEpilogueBytes) / stage_bytes(block_n) > kMaxStages
+             ? kMaxStages
+             : (kSmemLimit - kSmemSlack - kEpilogueBytes) / stage_bytes(block_n);
 }
+static_assert(stages_for(256) == 5 && stages_for(192) == 6 && stages_for(128) == 8, "the scratch costs no stage");
 
 // The CTA tile widths the kernel is built with, per accumulation: plain (the tensor cores' own
 // f32/s32 sums) and promoted (fp8: a second accumulator set per thread, for the whole tile up to
