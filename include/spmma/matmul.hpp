@@ -163,18 +163,18 @@ SparseMatrix upload(Handle& h, const MatmulDesc& desc, const std::vector<Compres
 // sm80 = the mma.sp::ordered_metadata kernel (every GPU from sm_80).
 enum class KernelFamily : uint8_t { automatic, sm90, sm80 };
 
-// Tuning a plan: pin what the heuristics would otherwise choose (src/cuda/sm90/heuristics.cpp),
-// for experiments, autotuning and tests. 0 / automatic leaves a choice to the heuristics. A pin
-// the device or the description cannot take is refused by Plan with not_supported (or
-// invalid_argument for a value no kernel has), naming the reason; a plan never silently
-// ignores a pin. The CPU backend has no kernel choices: it refuses any pin.
 // The sm90 kernel's grid: persistent (one CTA per SM, each taking tile after tile, its pipeline
 // running on into the next tile while it stores the last) or one CTA per tile.
 enum class GridKind : uint8_t { automatic, persistent, per_tile };
 
+// Tuning a plan: pin what the heuristics would otherwise choose (src/cuda/sm90/heuristics.cu),
+// for experiments, autotuning and tests. 0 / automatic leaves a choice to the heuristics. A pin
+// the device or the description cannot take is refused by Plan with not_supported (or
+// invalid_argument for a value no kernel has), naming the reason; a plan never silently
+// ignores a pin. The CPU backend has no kernel choices: it refuses any pin.
 struct PlanOptions {
   KernelFamily kernel = KernelFamily::automatic;
-  int tile_n = 0;   // sm90: the CTA tile's N (64, 128, 256; fp8 with promotion 192 in place of 256)
+  int tile_n = 0;   // sm90: the CTA tile's N (64, 128, 256; 192 too for fp8 with promoted sums)
   int splits = 0;   // sm90: split K into this many parts (1 = none, up to 16; each at least 2 stages)
   int group_m = 0;  // sm90: rasterization, M tiles walked before the next N tiles (1 .. 1024)
   int cluster_m = 0;  // sm90: CTAs per cluster along M (1, or 2 sharing B's tile by TMA multicast)

@@ -27,13 +27,18 @@ __device__ __forceinline__ void epilogue(const Acc (&acc)[BlockN / 2], uint32_t*
   if (w.m0 + 64 * c >= p.m_pad) return;  // past A's rows: the odd CTA of the last cluster (scheduler.cuh)
   const int row0 = w.m0 + 64 * c + 16 * warp;  // the warp's 16 rows
   auto raw = [&](int e) { return reinterpret_cast<const uint32_t&>(acc[e]); };
-
-  if (p.splits > 1) {  // raw sums for the reduce kernel: rows of p.n words
-    uint32_t* const out = static_cast<uint32_t*>(p.partial) + (static_cast<int64_t>(w.split) * p.batch + w.batch) * p.m_pad * p.n;
+  // f(e, row, col) for each of this thread's pairs (e, e + 1) whose first element lies inside D.
+  auto each_pair = [&](auto&& f) {
 #pragma unroll
     for (int e = 0; e < BlockN / 2; e += 2) {
       const int row = row0 + g + 8 * ((e / 2) % 2), col = w.n0 + 8 * (e / 4) + 2 * t;
-      if (row >= p.m || col >= p.n) continue;
+      if (row < p.m && col < p.n) f(e, row, col);
+    }
+  };
+
+  if (p.splits > 1) {  // raw sums for the reduce kernel: rows of p.n words
+    uint32_t* const out = static_cast<uint32_t*>(p.partial) + (static_cast<int64_t>(w.split) * p.batch + w.batch) * p.m_pad * p.n;
+    each_pair([&](int e, int row, int col) {
       uint32_t* o = out + static_cast<int64_t>(row) * p.n + col;
       if (p.n % 2 == 0) {
         *reinterpret_cast<uint2*>(o) = make_uint2(raw(e), raw(e + 1));
@@ -41,7 +46,7 @@ __device__ __forceinline__ void epilogue(const Acc (&acc)[BlockN / 2], uint32_t*
         o[0] = raw(e);
         if (col + 1 < p.n) o[1] = raw(e + 1);
       }
-    }
+    });
     return;
   }
 
@@ -50,13 +55,10 @@ __device__ __forceinline__ void epilogue(const Acc (&acc)[BlockN / 2], uint32_t*
   // instead, s8 -> s32 measured 0.93-0.96x at 8192^3, 4096^3 and 14336x2048x4096 on the H100:
   // its blocks go one after the other.)
   if (p.plain && gemm::cd_bytes(p.d_type) == 4 && p.n % 2 == 0 && gemm::vector_rows_ok(p, 2)) {
-#pragma unroll
-    for (int e = 0; e < BlockN / 2; e += 2) {
-      const int row = row0 + g + 8 * ((e / 2) % 2), col = w.n0 + 8 * (e / 4) + 2 * t;
-      if (row >= p.m || col >= p.n) continue;
+    each_pair([&](int e, int row, int col) {
       const uint32_t pair[2] = {raw(e), raw(e + 1)};
       gemm::store_plain<2, Acc>(p, w.batch * p.batch_d + static_cast<int64_t>(row) * p.ldd + col, pair);
-    }
+    });
     return;
   }
 
