@@ -30,7 +30,9 @@ def prune_2_4(a):
     return a * mask.to(a.dtype)
 
 
-def kernel_ms(fn, iters=20):
+def kernel_ms(fn, iters=20, names=None):
+    """Device time per call (ms); the kernels' names (their tile, cluster and stage counts are in
+    them) go into `names` when given."""
     for _ in range(5):
         fn()
     torch.cuda.synchronize()
@@ -42,6 +44,8 @@ def kernel_ms(fn, iters=20):
     for e in prof.events():
         if e.device_type == torch.autograd.DeviceType.CUDA:
             total_us += e.device_time
+            if names is not None and e.name not in names:
+                names.append(e.name)
     return total_us / iters / 1e3
 
 
@@ -73,10 +77,11 @@ def one(m, n, k, t):
         alg = torch._cslt_sparse_mm_search(ac, bb, **kwargs)
     except Exception:
         alg = 0
-    ms = kernel_ms(lambda: torch._cslt_sparse_mm(ac, bb, alg_id=alg, **kwargs))
+    names = []
+    ms = kernel_ms(lambda: torch._cslt_sparse_mm(ac, bb, alg_id=alg, **kwargs), names=names)
     flops = 2.0 * m * n * k
     row = {"m": m, "n": n, "k": k, "type": t, "cusparselt_ms": ms, "cusparselt_tflops": flops / (ms * 1e-3) / 1e12,
-           "alg_id": int(alg)}
+           "alg_id": int(alg), "kernels": names}
     if t in ("bf16", "f16"):
         dms = kernel_ms(lambda: torch.mm(a, b))
         row["torch_dense_tflops"] = flops / (dms * 1e-3) / 1e12

@@ -65,7 +65,7 @@ std::vector<Combo> expected_combos() {
   const std::pair<T, T> fl[] = {{T::f16, T::f16},   {T::bf16, T::bf16}, {T::tf32, T::tf32}, {T::e4m3, T::e4m3},
                                 {T::e4m3, T::e5m2}, {T::e5m2, T::e4m3}, {T::e5m2, T::e5m2}};
   for (auto [a, b] : fl)
-    for (T cd : {T::f16, T::bf16, T::f32}) v.push_back({a, b, cd});
+    for (T cd : {T::f16, T::bf16, T::f32, T::e4m3, T::e5m2}) v.push_back({a, b, cd});
   // Integers in both signednesses on either side, as the mma.sp / wgmma.sp forms take them.
   const std::pair<T, T> in[] = {{T::s8, T::s8}, {T::s8, T::u8}, {T::u8, T::s8}, {T::u8, T::u8},
                                 {T::s4, T::s4}, {T::s4, T::u4}, {T::u4, T::s4}, {T::u4, T::u4}};
@@ -457,13 +457,40 @@ int64_t run_case(const Case& cs, std::mt19937& rng, Handle& h) {
             acc += x * y, sumabs += std::fabs(x * y);
         }
         if (is_int(cs.a)) acc = static_cast<double>(static_cast<int32_t>(static_cast<uint32_t>(iacc)));
-        double scale = static_cast<double>(cs.alpha);
-        if (cs.scales)
-          scale = scale * srow[static_cast<size_t>((cs.per_batch ? e : 0) * m + i)] * scol[static_cast<size_t>(e * n + j)];
-        double v = scale * acc;
-        if (cs.beta != 0.0f) v += static_cast<double>(cs.beta) * cval[static_cast<size_t>((e * m + i) * n + j)];
-        if (cs.bias) v += static_cast<double>(bias[static_cast<size_t>(i)]);
-        v = activate_ref(v, cs.act);
+        // The epilogue's arithmetic (docs/api.md, "Epilogue semantics"): f32, double where C or
+        // D is s32. Integer sums are exact, so an integer D is modelled step by step in that
+        // arithmetic and must match exactly; a float D is compared with the exact value in double.
+        const bool in_double = cs.c == T::s32 || cs.d == T::s32;
+        const float sr = cs.scales ? srow[static_cast<size_t>((cs.per_batch ? e : 0) * m + i)] : 1.0f;
+        const float sc = cs.scales ? scol[static_cast<size_t>(e * n + j)] : 1.0f;
+        const double cv = cval[static_cast<size_t>((e * m + i) * n + j)];
+        const float bv = cs.bias ? bias[static_cast<size_t>(i)] : 0.0f;
+        double scale = static_cast<double>(cs.alpha) * sr * sc;
+        double v;
+        if (is_int(cs.a) && !in_double) {
+          const float fs = cs.alpha * sr * sc;
+          float fv = std::fma(fs, static_cast<float>(acc), bv);
+          if (cs.beta != 0.0f) fv = std::fma(cs.beta, static_cast<float>(cv), fv);
+          if (cs.act == Activation::relu) fv = fv > 0 ? fv : 0.0f;
+          if (cs.act == Activation::gelu) fv = static_cast<float>(0.5 * fv * std::erfc(fv * -0.70710678118654752440));
+          v = fv;
+        } else if (is_int(cs.a)) {
+          v = std::fma(scale, acc, bv);
+          if (cs.beta != 0.0f) v = std::fma(static_cast<double>(cs.beta), cv, v);
+          v = activate_ref(v, cs.act);
+        } else {
+          v = scale * acc;
+          if (cs.beta != 0.0f) v += static_cast<double>(cs.beta) * cv;
+          v += bv;
+          v = activate_ref(v, cs.act);
+        }
+        // f32 epilogue steps (at most 3 roundings of terms no larger than these) and the f32 sum
+        // in another order (1.2e-5 of the sum of |products|).
+        const double epi_err = in_double ? 0.0
+                                         : 0x1p-22 * (std::fabs(scale * acc) + std::fabs(bv) +
+                                                      std::fabs(static_cast<double>(cs.beta) * cv) + std::fabs(v));
+        // fp8 D saturates: the largest finite value where v lies beyond it.
+        if (cs.d == T::e4m3 || cs.d == T::e5m2) v = std::clamp(v, -type_info(cs.d).max_finite, type_info(cs.d).max_finite);
 
         const int64_t di = e * esd + cd_idx(i, j, eldd);
         covered[static_cast<size_t>(di)] = 1;
@@ -476,7 +503,7 @@ int64_t run_case(const Case& cs, std::mt19937& rng, Handle& h) {
         } else {
           const double got = decode(cs.d, got_bits);
           const double tol = half_ulp(cs.d, std::max(std::fabs(got), std::fabs(v))) +
-                             1.2e-5 * std::fabs(scale) * sumabs;
+                             1.2e-5 * std::fabs(scale) * sumabs + epi_err;
           if (!(std::fabs(got - v) <= tol)) {
             std::ostringstream o;
             o.precision(10);
@@ -707,6 +734,36 @@ TEST(MatmulCpu, IntegerAccumulatorWrapsLikeS32) {
   EXPECT_EQ(o8[0], wrapped < 0 ? -128 : 127);
 }
 
+// fp8 D saturates: beyond the largest finite value (and at ±Inf) it stores ±max, and NaN stays
+// NaN (a NaN bias); in range, one rounding to nearest even: e4m3 1000 -> 448 (its largest),
+// 300 -> 288 (steps of 32 there); e5m2 1000 -> 1024, 300 -> 320 (steps of 64).
+TEST(MatmulCpu, Fp8OutputSaturatesAndKeepsNaN) {
+  Handle h(Device::cpu);
+  MatmulDesc d;
+  d.m = 2, d.n = 5, d.k = 32;
+  d.a_type = d.b_type = T::bf16;
+  d.bias = true;
+  std::vector<uint16_t> a(static_cast<size_t>(d.m * d.k), 0), b(static_cast<size_t>(d.k * d.n), 0);
+  for (int64_t r = 0; r < d.m; ++r) a[static_cast<size_t>(r * d.k)] = static_cast<uint16_t>(encode(T::bf16, 1.0));
+  const double col[] = {1000.0, -99840.0, 300.0, INFINITY, -0.0};
+  for (int64_t j = 0; j < d.n; ++j) b[static_cast<size_t>(j)] = static_cast<uint16_t>(encode(T::bf16, col[j]));  // B(0, j)
+  const float bias[] = {0.0f, NAN};
+  for (T out : {T::e4m3, T::e5m2}) {
+    SCOPED_TRACE(std::string(type_name(out)));
+    d.c_type = d.d_type = out;
+    const double top = type_info(out).max_finite;
+    SparseMatrix sa = compress(h, d, a.data(), 0, 0, PruneMode::check);
+    std::vector<uint8_t> o(static_cast<size_t>(d.m * d.n), 0x11);
+    Plan(h, d).run(sa, b.data(), nullptr, o.data(), 1.0f, 0.0f, bias);
+    const double want[] = {out == T::e4m3 ? top : 1024.0, -top, out == T::e4m3 ? 288.0 : 320.0, top, 0.0};
+    for (int64_t j = 0; j < d.n; ++j) {
+      EXPECT_EQ(decode(out, o[static_cast<size_t>(j)]), want[j]) << "column " << j;
+      EXPECT_TRUE(std::isnan(decode(out, o[static_cast<size_t>(d.n + j)]))) << "row 1 (NaN bias), column " << j;
+    }
+    EXPECT_EQ(o[4], 0u) << "-0 + 0 is +0";
+  }
+}
+
 TEST(MatmulCpu, UploadRunsLikeCompress) {
   SEEDED_RNG(rng);
   Handle h(Device::cpu);
@@ -813,7 +870,8 @@ TEST(MatmulCpu, ValidationNamesFieldAndValue) {
   check([](MatmulDesc& d) { d.a_type = T::f32; }, NS, {"MatmulDesc.a_type = f32"});
   check([](MatmulDesc& d) { d.b_type = T::f16; }, NS, {"MatmulDesc.b_type = f16", "a_type = bf16"});
   check([](MatmulDesc& d) { d.a_type = d.b_type = T::s8; }, NS, {"MatmulDesc.c_type = bf16", "s32, s8"});
-  check([](MatmulDesc& d) { d.d_type = T::e4m3; }, NS, {"MatmulDesc.d_type = e4m3", "f16, bf16, f32"});
+  check([](MatmulDesc& d) { d.d_type = T::s8; }, NS, {"MatmulDesc.d_type = s8", "f16, bf16, f32, e4m3, e5m2"});
+  check([](MatmulDesc& d) { d.d_type = T::e3m2; }, NS, {"MatmulDesc.d_type = e3m2"});
   check([](MatmulDesc& d) { d.a_type = d.b_type = T::e4m3, d.b_type = T::s8; }, NS, {"MatmulDesc.b_type = s8"});
 }
 

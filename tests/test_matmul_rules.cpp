@@ -257,7 +257,7 @@ TEST(MatmulRules, SupportedTypesPlanAndRun) {
   Handle h(Device::cpu);
   const auto list = supported_types(h);
   EXPECT_EQ(list.size(), supported_types(Device::cpu).size());
-  EXPECT_EQ(list.size(), 7u * 3 + 8u * 2);
+  EXPECT_EQ(list.size(), 7u * 5 + 8u * 2);
   for (const TypeCombo& t : list) {
     SCOPED_TRACE(std::string(type_name(t.a)) + " " + std::string(type_name(t.b)) + " " + std::string(type_name(t.cd)));
     MatmulDesc d;

@@ -186,9 +186,11 @@ uint64_t gpu_free_memory() {
 }
 
 // Rows of D (spmma's, in d1) against the CPU backend on the same A (the dense, pattern-holding
-// device buffer a, row-major) and B (column-major): 8 rows from the top, 8 from the bottom
-// (every CTA row tile edge of a small M included). Integer D: exact.
-void verify_rows_on_cpu(Row& r, const MatmulDesc& d, const Buf& a, const Buf& b, const Buf& d1, cudaStream_t stream) {
+// device buffer a, row-major), B (column-major) and epilogue (ed: null for the plain one): 8 rows
+// from the top, 8 from the bottom (every CTA row tile edge of a small M included). Integer D:
+// exact (the same sums and the same epilogue arithmetic); float D: within error_bound.
+void verify_rows_on_cpu(Row& r, const MatmulDesc& d, const Buf& a, const Buf& b, const Buf& d1, const EpilogueData* ed,
+                        cudaStream_t stream) {
   check(cudaStreamSynchronize(stream), "verify: sync");
   std::vector<int64_t> rows;
   for (int64_t i = 0; i < r.m; ++i)
@@ -196,19 +198,39 @@ void verify_rows_on_cpu(Row& r, const MatmulDesc& d, const Buf& a, const Buf& b,
   const int bits = memory_bits(d.a_type), cb = memory_bits(d.d_type) / 8;
   const size_t a_row = static_cast<size_t>(d.k * bits / 8), d_row = static_cast<size_t>(d.n * cb);
   std::vector<uint8_t> ha(rows.size() * a_row), hd(rows.size() * d_row), hb = b.download();
+  std::vector<float> bias, srow;
   for (size_t s = 0; s < rows.size(); ++s) {
     check(cudaMemcpy(ha.data() + s * a_row, a.ptr + rows[s] * a_row, a_row, cudaMemcpyDeviceToHost), "verify: A row");
     check(cudaMemcpy(hd.data() + s * d_row, d1.ptr + rows[s] * d_row, d_row, cudaMemcpyDeviceToHost), "verify: D row");
+    if (ed) bias.push_back(ed->bias[static_cast<size_t>(rows[s])]), srow.push_back(ed->scale_rows[static_cast<size_t>(rows[s])]);
   }
   MatmulDesc sub = d;
   sub.m = static_cast<int64_t>(rows.size());
   Handle cpu(Device::cpu);
   SparseMatrix sa = compress(cpu, sub, ha.data(), 0, 0, PruneMode::check);
   std::vector<uint8_t> ref(hd.size());
-  Plan(cpu, sub).run(sa, hb.data(), nullptr, ref.data(), 1.f, 0.f);
+  EpilogueArgs ea;
+  if (d.bias) ea.bias = bias.data();
+  if (d.scale_rows) ea.scale_rows = srow.data();
+  if (d.scale_cols) ea.scale_cols = ed->scale_cols.data();
+  Plan(cpu, sub).run(sa, hb.data(), ref.data(), ea);
   r.checked_rows = sub.m;
-  r.max_error = ref == hd ? 0.0 : 1.0;
-  r.verified = ref == hd;
+  const int64_t count = sub.m * d.n;
+  if (!type_info(d.d_type).is_float) {
+    r.max_error = ref == hd ? 0.0 : 1.0;
+    r.verified = ref == hd;
+    return;
+  }
+  double scale = 0, worst = 0;
+  bool finite = true;
+  for (int64_t i = 0; i < count; ++i) scale = std::max(scale, std::fabs(elem_value(ref.data(), i, d.d_type)));
+  for (int64_t i = 0; i < count; ++i) {
+    const double x = elem_value(hd.data(), i, d.d_type), y = elem_value(ref.data(), i, d.d_type);
+    finite &= std::isfinite(x) == std::isfinite(y);
+    if (std::isfinite(x) && std::isfinite(y)) worst = std::max(worst, std::fabs(x - y) / (std::fabs(y) + 1e-2 * scale + 1e-30));
+  }
+  r.max_error = worst;
+  r.verified = finite && worst <= error_bound(d.d_type);
 }
 
 std::vector<Row> run_gpu(const Options& o) {
@@ -226,14 +248,20 @@ std::vector<Row> run_gpu(const Options& o) {
       r.type = std::string(type_name(t));
       r.backend = "gpu";
       const auto ts = setup_for(t);
-      const ElemType cd = output_type(t);
+      const ElemType dense_cd = output_type(t);  // the baseline's D
+      const ElemType cd = o.epilogue.out.value_or(dense_cd);
+      // spmma's D is compared with the baseline's only where both compute the same thing.
+      const bool custom = !o.epilogue.plain() || cd != dense_cd;
       r.d_type = std::string(type_name(cd));
+      r.epilogue = o.epilogue.text();
       MatmulDesc d;
       d.m = r.m, d.n = r.n, d.k = r.k;
       d.a_type = d.b_type = t;
       d.c_type = d.d_type = cd;
       d.b_order = Order::col_major;
       d.fast_accumulation = o.fast_accum;
+      d.bias = o.epilogue.bias, d.activation = o.epilogue.act;
+      d.scale_rows = d.scale_cols = o.epilogue.scales;
       try {
         Plan plan(h, d, o.plan);
         r.kernel = plan.describe();
@@ -242,8 +270,20 @@ std::vector<Row> run_gpu(const Options& o) {
         const Pattern pattern = (t == ElemType::s4 || t == ElemType::u4) ? Pattern::p4_8_pairs : pattern_for(t);
         const PatternInfo& pi = pattern_info(pattern);
         Buf a(static_cast<size_t>(r.m * r.k * bits / 8)), b(static_cast<size_t>(r.k * r.n * bits / 8));
-        const int cb = cd == ElemType::f32 || cd == ElemType::s32 ? 4 : 2;
-        Buf d1(static_cast<size_t>(r.m * r.n * cb)), d2(static_cast<size_t>(r.m * r.n * cb));
+        const int cb = memory_bits(cd) / 8, dense_cb = memory_bits(dense_cd) / 8;
+        Buf d1(static_cast<size_t>(r.m * r.n * cb)), d2(static_cast<size_t>(r.m * r.n * dense_cb));
+        // The epilogue's vectors (bias, scales), where the case has them.
+        const std::optional<EpilogueData> ed = custom ? std::optional<EpilogueData>(std::in_place, r.m, r.n) : std::nullopt;
+        Buf dbias(custom ? r.m * 4 : 0), dsrow(custom ? r.m * 4 : 0), dscol(custom ? r.n * 4 : 0);
+        EpilogueArgs ea;
+        if (ed) {
+          check(cudaMemcpy(dbias.ptr, ed->bias.data(), r.m * 4, cudaMemcpyHostToDevice), "bias");
+          check(cudaMemcpy(dsrow.ptr, ed->scale_rows.data(), r.m * 4, cudaMemcpyHostToDevice), "scale_rows");
+          check(cudaMemcpy(dscol.ptr, ed->scale_cols.data(), r.n * 4, cudaMemcpyHostToDevice), "scale_cols");
+          if (d.bias) ea.bias = reinterpret_cast<const float*>(dbias.ptr);
+          if (d.scale_rows) ea.scale_rows = reinterpret_cast<const float*>(dsrow.ptr);
+          if (d.scale_cols) ea.scale_cols = reinterpret_cast<const float*>(dscol.ptr);
+        }
         Buf ws(plan.workspace_bytes());  // split K's partial sums, where the plan uses it
         const int man = t == ElemType::tf32 ? 23 : ti.man_bits, ex = t == ElemType::tf32 ? 8 : ti.exp_bits,
                   bias = t == ElemType::tf32 ? 127 : ti.bias;
@@ -274,7 +314,7 @@ std::vector<Row> run_gpu(const Options& o) {
           const auto h0 = std::chrono::steady_clock::now();
           check(cudaEventRecord(e0, stream), "event");
           const auto r0 = std::chrono::steady_clock::now();
-          plan.run(sa, b.ptr, nullptr, d1.ptr, 1.f, 0.f, nullptr, ws.ptr, stream);
+          plan.run(sa, b.ptr, d1.ptr, ea, ws.ptr, stream);
           const auto r1 = std::chrono::steady_clock::now();
           check(cudaEventRecord(e1, stream), "event");
           check(cudaStreamSynchronize(stream), "spmma run");
@@ -307,8 +347,12 @@ std::vector<Row> run_gpu(const Options& o) {
             }
             r.cublas_ms = median(ct);
             r.cublas_tflops = flops / (r.cublas_ms * 1e-3) / 1e12;
+          } else {
+            r.note = g.why;
+          }
+          if (g.ok && !custom) {
             // Verify spmma against cuBLAS on the same A, element by element.
-            std::vector<uint8_t> h1(static_cast<size_t>(r.m * r.n * cb)), h2(h1.size());
+            std::vector<uint8_t> h1(static_cast<size_t>(r.m * r.n * cb)), h2(h1.size());  // cb == dense_cb here
             check(cudaMemcpy(h1.data(), d1.ptr, h1.size(), cudaMemcpyDeviceToHost), "download");
             check(cudaMemcpy(h2.data(), d2.ptr, h2.size(), cudaMemcpyDeviceToHost), "download");
             double scale = 0;
@@ -334,17 +378,22 @@ std::vector<Row> run_gpu(const Options& o) {
               r.note = (r.note.empty() ? "" : r.note + "; ") +
                        (finite ? "worst element error " + std::to_string(worst) + " above the bound " + std::to_string(bound)
                                : std::string("D holds a non-finite value"));
-          } else {
-            r.note = g.why;
           }
-        } else if (!ti.is_float) {
+        }
+        if (custom) {
+          // Another epilogue or D type than the baseline's: sampled rows against the CPU backend.
+          verify_rows_on_cpu(r, d, a, b, d1, ed ? &*ed : nullptr, stream);
+          const std::string what = "epilogue " + r.epilogue + ", D " + r.d_type + " (" + (ts ? "cuBLAS: plain, D " + std::string(type_name(dense_cd)) : std::string("no cuBLAS")) + ")";
+          r.note = (r.note.empty() ? "" : r.note + "; ") + what + (r.verified ? ": checked against the CPU backend on " : ": differs from the CPU backend on ") +
+                   std::to_string(r.checked_rows) + " rows";
+        } else if (!ts && !ti.is_float) {
           // No cuBLAS GEMM for this integer type (s4, u4): sampled rows of D against the CPU
           // backend on the same A and B, exactly (s32 sums are exact on both).
-          verify_rows_on_cpu(r, d, a, b, d1, stream);
+          verify_rows_on_cpu(r, d, a, b, d1, nullptr, stream);
           if (!r.verified) r.note = "sampled rows differ from the CPU backend (cuBLAS has no " + r.type + " GEMM)";
           else r.note = "checked against the CPU backend on " + std::to_string(r.checked_rows) + " rows (cuBLAS has no " +
                         r.type + " GEMM)";
-        } else {
+        } else if (!ts) {
           r.note = "cuBLAS has no " + r.type + " GEMM";
         }
       } catch (const Error& e) {

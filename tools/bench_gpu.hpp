@@ -17,7 +17,8 @@ namespace spmma::bench {
 struct Row {
   int64_t m = 0, n = 0, k = 0;
   std::string type;        // A/B type
-  std::string d_type;      // D's type (output_type(type))
+  std::string d_type;      // D's type (output_type(type), or Epilogue::out)
+  std::string epilogue = "plain";  // Epilogue::text()
   std::string backend;     // "gpu" or "cpu"
   bool verified = false;   // spmma's D agreed with the dense reference
   double max_error = 0;    // largest |spmma - reference| / (|reference| + 1% of max |reference|)
@@ -35,6 +36,36 @@ struct Row {
   std::string note;
 };
 
+// The epilogue spmma runs in a bench case (`--bias`, `--activation`, `--scales`, `--out`): D =
+// act(s_row ⊗ s_col ∘ (A·B) + bias) into D's type. The dense baseline keeps its plain epilogue;
+// spmma's D is then verified against the CPU backend on sampled rows (same epilogue).
+struct Epilogue {
+  bool bias = false, scales = false;
+  Activation act = Activation::none;
+  std::optional<ElemType> out;  // D's type (default: output_type of the A/B type)
+  bool plain() const { return !bias && !scales && act == Activation::none; }
+  // "plain" or e.g. "scales+bias+gelu".
+  std::string text() const {
+    std::string s = scales ? "scales" : "";
+    if (bias) s += s.empty() ? "bias" : "+bias";
+    if (act != Activation::none) s += std::string(s.empty() ? "" : "+") + (act == Activation::relu ? "relu" : "gelu");
+    return s.empty() ? "plain" : s;
+  }
+};
+
+// The epilogue's inputs of a case, the same on the GPU and the CPU path: a bias of about ±0.5
+// and scales in [0.5, 1.5], varied along rows and columns (deterministic, finite).
+struct EpilogueData {
+  std::vector<float> bias, scale_rows, scale_cols;
+  EpilogueData(int64_t m, int64_t n) : bias(static_cast<size_t>(m)), scale_rows(static_cast<size_t>(m)), scale_cols(static_cast<size_t>(n)) {
+    for (int64_t i = 0; i < m; ++i) {
+      bias[static_cast<size_t>(i)] = static_cast<float>((i * 37 % 101) - 50) / 100.0f;
+      scale_rows[static_cast<size_t>(i)] = 0.5f + static_cast<float>(i * 53 % 97) / 96.0f;
+    }
+    for (int64_t j = 0; j < n; ++j) scale_cols[static_cast<size_t>(j)] = 0.5f + static_cast<float>(j * 29 % 89) / 88.0f;
+  }
+};
+
 struct Options {
   std::vector<std::array<int64_t, 3>> shapes;  // M x N x K
   std::vector<ElemType> types;
@@ -48,6 +79,7 @@ struct Options {
   bool fast_accum = false;
   // Pins for the GPU plan (PlanOptions); the CPU path refuses them.
   PlanOptions plan;
+  Epilogue epilogue;
 };
 
 // D's type for A/B of type t (as cuBLAS computes the dense baseline): f16 -> f16, bf16 -> bf16,
@@ -60,8 +92,11 @@ inline ElemType output_type(ElemType t) {
     default: return ElemType::s32;
   }
 }
-// The largest Row::max_error that counts as verified for a D of type d.
-inline double error_bound(ElemType d) { return d == ElemType::s32 ? 0.0 : d == ElemType::f32 ? 1e-3 : 2e-2; }
+// The largest Row::max_error that counts as verified for a D of type d: its rounding (an ulp
+// relative; fp8 2^-3 and 2^-2) above the f32 sums' differences.
+inline double error_bound(ElemType d) {
+  return d == ElemType::s32 ? 0.0 : d == ElemType::f32 ? 1e-3 : d == ElemType::e4m3 ? 0.13 : d == ElemType::e5m2 ? 0.26 : 2e-2;
+}
 
 // A case that cannot run, or whose D is off by more than its bound, comes back with
 // verified = false and Row::note saying why (`spmma bench` then exits 1 naming the rows).

@@ -26,7 +26,7 @@ namespace {
 
 struct BenchRow {
   int64_t m, n, k;
-  std::string type, backend, kernel, note;
+  std::string type, backend, kernel, note, d_type, epilogue;
   bool verified = false;
   double max_error = 0, spmma_ms = 0, spmma_call_us = 0, spmma_host_us = 0, spmma_tflops = 0, dense_ms = 0;
   std::optional<double> cublas_tflops, cusparselt_tflops, cpu_dense_tflops;
@@ -86,6 +86,8 @@ void register_bench(CLI::App& app) {
     std::string kernel = "auto";
     int tile_n = 0, splits = 0, group_m = 0, cluster_m = 0;
     std::string grid = "auto";
+    bool bias = false, scales = false;
+    std::string activation = "none", out;
   };
   auto o = std::make_shared<Opts>();
   cmd->add_option("--shapes", o->shapes,
@@ -111,6 +113,15 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--cluster-m", o->cluster_m, "sm90: CTAs per cluster along M, 1 or 2 (PlanOptions.cluster_m)");
   cmd->add_option("--grid", o->grid, "sm90 grid: auto (default), persistent or per-tile (PlanOptions.grid)")
       ->check(CLI::IsMember({"auto", "persistent", "per-tile"}));
+  // The epilogue spmma runs (the dense baseline stays plain; spmma's D is then checked against the
+  // CPU backend on sampled rows).
+  cmd->add_flag("--bias", o->bias, "Add a bias vector (one f32 per row of D) in spmma's epilogue");
+  cmd->add_option("--activation", o->activation, "Activation in spmma's epilogue: none (default), relu or gelu")
+      ->check(CLI::IsMember({"none", "relu", "gelu"}));
+  cmd->add_flag("--scales", o->scales, "Multiply by per-row and per-column scale vectors in spmma's epilogue");
+  cmd->add_option("--out", o->out,
+                  "spmma's D type (default: bf16 for bf16 and fp8, f16, f32 for tf32, s32 for integers; also e4m3, "
+                  "e5m2 for float types, s8 for integers)");
   cmd->callback([o] {
     if (o->reps < 1) fail(Status::invalid_argument, "bench: --reps " + std::to_string(o->reps) + " must be at least 1");
     std::vector<ElemType> types;
@@ -155,6 +166,9 @@ void register_bench(CLI::App& app) {
     bo.plan.tile_n = o->tile_n, bo.plan.splits = o->splits, bo.plan.group_m = o->group_m;
     bo.plan.cluster_m = o->cluster_m;
     bo.plan.grid = o->grid == "persistent" ? GridKind::persistent : o->grid == "per-tile" ? GridKind::per_tile : GridKind::automatic;
+    bo.epilogue.bias = o->bias, bo.epilogue.scales = o->scales;
+    bo.epilogue.act = o->activation == "relu" ? Activation::relu : o->activation == "gelu" ? Activation::gelu : Activation::none;
+    if (!o->out.empty()) bo.epilogue.out = parse_elem_type_or_throw(o->out);
     std::vector<bench::Row> measured;
     std::string device;
     if (gpu) {
@@ -174,6 +188,7 @@ void register_bench(CLI::App& app) {
       BenchRow x{r.m, r.n, r.k, r.type, r.backend, r.kernel, r.note};
       x.verified = r.verified, x.max_error = r.max_error, x.spmma_ms = r.spmma_ms, x.spmma_call_us = r.spmma_call_us;
       x.spmma_host_us = r.spmma_host_us;
+      x.d_type = r.d_type, x.epilogue = r.epilogue;
       x.spmma_tflops = r.spmma_tflops, x.cublas_tflops = r.cublas_tflops, x.cpu_dense_tflops = r.cpu_dense_tflops;
       x.dense_ms = gpu ? r.cublas_ms : r.cpu_dense_ms;
       rows.push_back(x);
@@ -196,7 +211,7 @@ void register_bench(CLI::App& app) {
                      {"spmma_call_us", r.spmma_call_us}, {"spmma_host_us", r.spmma_host_us}, {"spmma_tflops", r.spmma_tflops},
                      {"cublas_tflops", opt(r.cublas_tflops)}, {"cusparselt_tflops", opt(r.cusparselt_tflops)},
                      {"cpu_dense_tflops", opt(r.cpu_dense_tflops)},
-                     {"kernel", r.kernel}, {"note", r.note},
+                     {"kernel", r.kernel}, {"note", r.note}, {"d_type", r.d_type}, {"epilogue", r.epilogue},
                      {"fast_accum", o->fast_accum}});
     if (!o->json_out.empty()) {
       const std::string text = arr.dump(1) + "\n";
@@ -210,6 +225,10 @@ void register_bench(CLI::App& app) {
       const char* unit = gpu ? "TFLOP/s" : "GFLOP/s";
       std::cout << "spmma bench on " << device << " (" << unit << " dense-equivalent, 2·M·N·K / kernel time; dense: "
                 << (gpu ? "cuBLAS" : "cblas_sgemm f32") << ")\n";
+      if (!bo.epilogue.plain() || bo.epilogue.out)
+        std::cout << "spmma's epilogue: " << bo.epilogue.text() << ", D "
+                  << (bo.epilogue.out ? std::string(type_name(*bo.epilogue.out)) : std::string("the default type"))
+                  << " (the dense baseline: plain)\n";
       std::cout << std::left << std::setw(22) << "shape MxNxK" << std::setw(6) << "type" << std::right << std::setw(10)
                 << "spmma" << std::setw(10) << "dense" << std::setw(12) << "cuSPARSELt" << std::setw(10) << "vs dense"
                 << std::setw(10) << "vs cSLt" << std::setw(12) << "call us" << std::setw(10) << "host us" << std::setw(10)

@@ -20,8 +20,9 @@
 // exact dot products (int32 partial sums of at most 2^14 products, summed in int64), taken modulo
 // 2^32 as an s32 — what the tensor cores' s32 accumulator holds — in row blocks on std::threads.
 // Epilogue: include/spmma/detail/epilogue.hpp, the one definition the GPU kernels use too:
-//   v = alpha·acc;  if (beta != 0) v += beta·C;  if (bias) v += bias[row];  v = act(v);
-//   D = encode(d_type, v)   (RNE; f16/bf16/f32 overflow to ±Inf; s32/s8 saturate, NaN -> 0)
+//   v = fma(alpha·s_row·s_col, acc, bias);  if (beta != 0) v = fma(beta, C, v);  v = act(v)
+//   in f32 (double where C or D is s32), then D = encode(d_type, v) (RNE; f16/bf16/f32 overflow
+//   to ±Inf; e4m3/e5m2 saturate to their largest finite value; s32/s8 saturate, NaN -> 0)
 #include <cblas.h>
 
 #include <algorithm>
@@ -228,27 +229,40 @@ class CpuKernel final : public Kernel {
     });
   }
 
-  // D entry e from the accumulator acc(i, j) (a double).
-  // The scale of element (i, j) of entry e: alpha · s_row[i] · s_col[j], left to right in double
-  // (a missing vector multiplies by 1, exactly), as the GPU's gemm::epilogue_store.
+  // D entry e from the accumulator acc(i, j) (a double holding the f32 or s32 sum exactly), in
+  // the epilogue's arithmetic: f32, or double where C or D is s32 (detail/epilogue.hpp).
   template <class Acc>
   void epilogue(int64_t e, Acc&& acc, void* d, const EpilogueArgs& ea) const {
+    if (epilogue_in_double(d_.c_type == ElemType::s32, d_.d_type == ElemType::s32))
+      epilogue_in<double>(e, acc, d, ea);
+    else
+      epilogue_in<float>(e, acc, d, ea);
+  }
+  // The scale of element (i, j): alpha · s_row[i] · s_col[j], left to right in Real (a missing
+  // vector multiplies by 1, exactly), as the GPU's gemm::scale_of.
+  template <class Real, class Acc>
+  void epilogue_in(int64_t e, Acc& acc, void* d, const EpilogueArgs& ea) const {
     const int64_t n = d_.n;
     const TypeInfo& dt = type_info(d_.d_type);
-    const float beta = ea.beta;
+    const Real beta = ea.beta;
     const float* bias = ea.bias;
     const float* srow = ea.scale_rows ? ea.scale_rows + (d_.a_per_batch ? e * d_.m : 0) : nullptr;
     const float* scol = ea.scale_cols ? ea.scale_cols + e * n : nullptr;
     parallel_for(d_.m, static_cast<double>(n) * 40, [&](int64_t r0, int64_t r1) {
       for (int64_t i = r0; i < r1; ++i)
         for (int64_t j = 0; j < n; ++j) {
-          const double cv = beta != 0.0f ? c_dec_(load_element(ea.c, e * sc_ + cd_index(i, j, ldc_), c_dec_.bits())) : 0.0;
-          const double scale = static_cast<double>(ea.alpha) * (srow ? srow[i] : 1.0) * (scol ? scol[j] : 1.0);
-          double v = epilogue_value(acc(i, j), scale, beta, cv, bias != nullptr, bias ? bias[i] : 0.0,
-                                    static_cast<int>(d_.activation));
-          if (int_out_)
-            v = to_integer_output(v, static_cast<int32_t>(dt.min_value), static_cast<int32_t>(dt.max_finite));
-          store_element(d, e * sd_ + cd_index(i, j, ldd_), d_bits_, encode(d_.d_type, v));
+          const Real cv = beta != Real(0)
+                              ? static_cast<Real>(c_dec_(load_element(ea.c, e * sc_ + cd_index(i, j, ldc_), c_dec_.bits())))
+                              : Real(0);
+          Real scale = ea.alpha;
+          if (srow) scale *= srow[i];
+          if (scol) scale *= scol[j];
+          const Real v = epilogue_value<Real>(static_cast<Real>(acc(i, j)), scale, beta, cv, bias != nullptr,
+                                              bias ? bias[i] : 0.f, static_cast<int>(d_.activation));
+          const double out = int_out_ ? static_cast<double>(to_integer_output<Real>(
+                                            v, static_cast<int32_t>(dt.min_value), static_cast<int32_t>(dt.max_finite)))
+                                      : static_cast<double>(v);
+          store_element(d, e * sd_ + cd_index(i, j, ldd_), d_bits_, encode(d_.d_type, out));
         }
     });
   }

@@ -34,9 +34,11 @@ constexpr bool gemm_integer(ElemType a) {
 }
 // The accumulator: f32 for float A, s32 (wrapping) for integer A.
 constexpr ElemType gemm_accumulator(ElemType a) { return gemm_integer(a) ? ElemType::s32 : ElemType::f32; }
-// C/D types: {f16, bf16, f32} for float A, {s32, s8} for integer A.
+// C/D types: {f16, bf16, f32, e4m3, e5m2} for float A, {s32, s8} for integer A. The first is
+// each kind's default where a tool needs one. fp8 D saturates (quantized serving: the next layer
+// reads fp8), as s8 D does.
 inline std::span<const ElemType> gemm_outputs(ElemType a) {
-  static constexpr ElemType kFloat[] = {ElemType::f16, ElemType::bf16, ElemType::f32};
+  static constexpr ElemType kFloat[] = {ElemType::f16, ElemType::bf16, ElemType::f32, ElemType::e4m3, ElemType::e5m2};
   static constexpr ElemType kInt[] = {ElemType::s32, ElemType::s8};
   return gemm_integer(a) ? std::span<const ElemType>(kInt) : std::span<const ElemType>(kFloat);
 }

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // What every sparse GEMM kernel of the GPU backend receives, and the epilogue they share:
-// D = act(alpha·s_row·s_col·acc + beta·C + bias), computed in double and rounded once into D's type, by the
-// host/device definition the CPU backend uses too (spmma/detail/epilogue.hpp).
+// D = act(alpha·s_row·s_col·acc + beta·C + bias), computed in f32 (double where C or D is s32) and
+// rounded once into D's type, by the host/device definition the CPU backend uses too
+// (spmma/detail/epilogue.hpp).
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include <cstdint>
 #include <type_traits>
@@ -16,11 +18,12 @@
 namespace spmma::gemm {
 
 // The C/D types the kernels read and write, numbered densely so that the epilogue's switches
-// compile to jump tables (ElemType's values are sparse: 0, 1, 3, 12, 16).
-enum class CdType : uint8_t { f32, bf16, f16, s32, s8 };
-// The C/D type of an API type (validation admits only these five as C and D).
+// compile to jump tables (ElemType's values are sparse).
+enum class CdType : uint8_t { f32, bf16, f16, e4m3, e5m2, s32, s8 };
+// The C/D type of an API type (validation admits only these seven as C and D).
 constexpr CdType cd_type(ElemType t) {
   return t == ElemType::f32 ? CdType::f32 : t == ElemType::bf16 ? CdType::bf16 : t == ElemType::f16 ? CdType::f16
+       : t == ElemType::e4m3 ? CdType::e4m3 : t == ElemType::e5m2 ? CdType::e5m2
        : t == ElemType::s32 ? CdType::s32 : CdType::s8;
 }
 
@@ -61,57 +64,90 @@ struct Params {
 // The 32-bit shared-memory address of a generic pointer, as PTX shared-space operands take it.
 __device__ __forceinline__ uint32_t smem_u32(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
 
-// An accumulator's value from its raw 32-bit word: f32, or s32 (wrapping sums held as uint32_t).
-template <class Acc>
-__device__ __forceinline__ double acc_value(uint32_t w) {
-  if constexpr (std::is_same_v<Acc, float>) return __uint_as_float(w);
-  else return static_cast<int32_t>(w);
+// An accumulator's value from its raw 32-bit word, in the epilogue's arithmetic Real: f32, or
+// s32 (wrapping sums held as uint32_t; exact in double, rounded to nearest in float).
+template <class Acc, class Real>
+__device__ __forceinline__ Real acc_value(uint32_t w) {
+  if constexpr (std::is_same_v<Acc, float>) return static_cast<Real>(__uint_as_float(w));
+  else return static_cast<Real>(static_cast<int32_t>(w));
 }
-__device__ __forceinline__ double acc_value(float x) { return x; }
-__device__ __forceinline__ double acc_value(uint32_t x) { return static_cast<int32_t>(x); }
 
-__device__ __forceinline__ double load_c(CdType c_type, const void* c, int64_t idx) {
+// An fp8 value as a float (exact), from its byte.
+__device__ __forceinline__ float fp8_value(uint8_t x, __nv_fp8_interpretation_t kind) {
+  return __half2float(__half(__nv_cvt_fp8_to_halfraw(x, kind)));
+}
+
+template <class Real>
+__device__ __forceinline__ Real load_c(CdType c_type, const void* c, int64_t idx) {
   switch (c_type) {
     case CdType::f32: return static_cast<const float*>(c)[idx];
     case CdType::bf16: return __bfloat162float(static_cast<const __nv_bfloat16*>(c)[idx]);
     case CdType::f16: return __half2float(static_cast<const __half*>(c)[idx]);
-    case CdType::s32: return static_cast<const int32_t*>(c)[idx];
+    case CdType::e4m3: return fp8_value(static_cast<const uint8_t*>(c)[idx], __NV_E4M3);
+    case CdType::e5m2: return fp8_value(static_cast<const uint8_t*>(c)[idx], __NV_E5M2);
+    case CdType::s32: return static_cast<Real>(static_cast<const int32_t*>(c)[idx]);
     default: return static_cast<const int8_t*>(c)[idx];  // s8
   }
 }
 
-__device__ __forceinline__ void store_d(CdType d_type, void* d, int64_t idx, double v) {
+// An f32 value as fp8 (round to nearest even, saturating to the largest finite value; NaN stays NaN).
+__device__ __forceinline__ uint8_t to_fp8(float v, __nv_fp8_interpretation_t kind) {
+  return static_cast<uint8_t>(__nv_cvt_float_to_fp8(v, __NV_SATFINITE, kind));
+}
+
+// D[idx] = v rounded once into D's type. Real is double only for an s32 C or D: a float D is then
+// s8 (double -> int) or not float at all; for every float D, v is a float.
+template <class Real>
+__device__ __forceinline__ void store_d(CdType d_type, void* d, int64_t idx, Real v) {
   switch (d_type) {
     case CdType::f32: static_cast<float*>(d)[idx] = static_cast<float>(v); break;
-    case CdType::bf16: static_cast<__nv_bfloat16*>(d)[idx] = __double2bfloat16(v); break;
-    case CdType::f16: static_cast<__half*>(d)[idx] = __double2half(v); break;
+    case CdType::bf16: static_cast<__nv_bfloat16*>(d)[idx] = __float2bfloat16_rn(static_cast<float>(v)); break;
+    case CdType::f16: static_cast<__half*>(d)[idx] = __float2half_rn(static_cast<float>(v)); break;
+    case CdType::e4m3: static_cast<uint8_t*>(d)[idx] = to_fp8(static_cast<float>(v), __NV_E4M3); break;
+    case CdType::e5m2: static_cast<uint8_t*>(d)[idx] = to_fp8(static_cast<float>(v), __NV_E5M2); break;
     case CdType::s32: static_cast<int32_t*>(d)[idx] = detail::to_integer_output(v, INT32_MIN, INT32_MAX); break;
     default: static_cast<int8_t*>(d)[idx] = static_cast<int8_t>(detail::to_integer_output(v, -128, 127)); break;  // s8
   }
 }
 
 // The scale of element (row, col) of batch entry `batch`: alpha · s_row · s_col, left to right in
-// double (a missing vector multiplies by 1, exactly), as the CPU backend's epilogue.
-__device__ __forceinline__ double scale_of(const Params& p, int batch, int row, int col) {
-  return static_cast<double>(p.alpha) * (p.scale_rows ? p.scale_rows[batch * p.batch_scale_rows + row] : 1.0) *
-         (p.scale_cols ? p.scale_cols[static_cast<int64_t>(batch) * p.n + col] : 1.0);
+// Real (a missing vector multiplies by 1, exactly), as the CPU backend's epilogue.
+template <class Real>
+__device__ __forceinline__ Real scale_of(const Params& p, int batch, int row, int col) {
+  Real s = p.alpha;
+  if (p.scale_rows) s *= p.scale_rows[batch * p.batch_scale_rows + row];
+  if (p.scale_cols) s *= p.scale_cols[static_cast<int64_t>(batch) * p.n + col];
+  return s;
+}
+
+// Whether C or D is s32 (the epilogue then runs in double: detail::epilogue_in_double).
+__device__ __forceinline__ bool epilogue_in_double(const Params& p) {
+  return detail::epilogue_in_double(p.c_type == CdType::s32, p.d_type == CdType::s32);
 }
 
 // One output element (row, col) of batch entry `batch` from its accumulator value.
-__device__ __forceinline__ void epilogue_store(const Params& p, int batch, int row, int col, double acc) {
+template <class Real>
+__device__ __forceinline__ void epilogue_store_in(const Params& p, int batch, int row, int col, Real acc) {
   const int64_t cidx = batch * p.batch_c + (p.cd_col_major ? static_cast<int64_t>(col) * p.ldc + row
                                                            : static_cast<int64_t>(row) * p.ldc + col);
   const int64_t didx = batch * p.batch_d + (p.cd_col_major ? static_cast<int64_t>(col) * p.ldd + row
                                                            : static_cast<int64_t>(row) * p.ldd + col);
-  const double c = p.beta != 0.f ? load_c(p.c_type, p.c, cidx) : 0.0;
-  store_d(p.d_type, p.d, didx,
-          detail::epilogue_value(acc, scale_of(p, batch, row, col), p.beta, c, p.bias != nullptr, p.bias ? p.bias[row] : 0.0,
-                                 p.activation));
+  const Real c = p.beta != 0.f ? load_c<Real>(p.c_type, p.c, cidx) : Real(0);
+  store_d<Real>(p.d_type, p.d, didx,
+                detail::epilogue_value<Real>(acc, scale_of<Real>(p, batch, row, col), p.beta, c, p.bias != nullptr,
+                                             p.bias ? p.bias[row] : 0.f, p.activation));
+}
+// The same from the accumulator's raw word (Acc: float or uint32_t for s32 sums), in f32 or, for
+// an s32 C or D, double.
+template <class Acc>
+__device__ __forceinline__ void epilogue_store(const Params& p, int batch, int row, int col, uint32_t raw) {
+  if (epilogue_in_double(p)) epilogue_store_in<double>(p, batch, row, col, acc_value<Acc, double>(raw));
+  else epilogue_store_in<float>(p, batch, row, col, acc_value<Acc, float>(raw));
 }
 
 // Bytes of a C/D element.
 __device__ __forceinline__ int cd_bytes(CdType t) {
-  return t == CdType::f32 || t == CdType::s32 ? 4 : t == CdType::s8 ? 1 : 2;
+  return t == CdType::f32 || t == CdType::s32 ? 4 : t == CdType::bf16 || t == CdType::f16 ? 2 : 1;
 }
 
 // Whether the row-major vector path applies to runs of n elements: D row-major without C, and
@@ -124,11 +160,11 @@ __device__ __forceinline__ bool vector_rows_ok(const Params& p, int n) {
 }
 
 // The plain epilogue (p.plain: alpha = 1, beta = 0, no bias, no activation or ReLU) in the
-// accumulator's own arithmetic: the same bits as epilogue_value's double arithmetic, because
-// there v = acc + 0 exactly (an f32 or s32 value is exact in double; + 0 turns -0 into +0 in both)
-// and D is that value rounded once, which a direct f32 -> bf16/f16 conversion does too. Measured
-// on the H100: the double, element-by-element path cost ~40% of an int8 GEMM's time at 8192^3
-// (1193 -> 1949 TFLOP/s without it, docs/benchmarks.md).
+// accumulator's own arithmetic, no Real at all: the same bits as epilogue_value, because there
+// v = fma(1, acc, 0) = acc + 0 exactly (+ 0 turns -0 into +0 in both; an s32 sum is its own
+// value) and D is that value rounded once. Measured on the H100: the element-by-element path
+// (then in double) cost ~40% of an int8 GEMM's time at 8192^3 (1193 -> 1949 TFLOP/s without it,
+// docs/benchmarks.md).
 __device__ __forceinline__ float plain_value(float acc, bool relu) {
   const float v = acc + 0.0f;
   return relu ? (v > 0.0f ? v : 0.0f) : v;  // NaN -> 0 as activate()
@@ -155,7 +191,7 @@ __device__ __forceinline__ void store_bytes(void* dst, const uint32_t* words) {
   }
 }
 
-// N f32 values (N even) into a float D at idx (vector_rows_ok(p, N) holds).
+// N f32 values (N even) into a float D (f32, bf16, f16, e4m3, e5m2) at idx (vector_rows_ok(p, N) holds).
 template <int N>
 __device__ __forceinline__ void store_n(const Params& p, int64_t idx, const float (&y)[N]) {
   if (p.d_type == CdType::f32) {
@@ -163,6 +199,17 @@ __device__ __forceinline__ void store_n(const Params& p, int64_t idx, const floa
 #pragma unroll
     for (int j = 0; j < N; ++j) w[j] = __float_as_uint(y[j]);
     store_bytes<4 * N>(static_cast<float*>(p.d) + idx, w);
+    return;
+  }
+  if (p.d_type == CdType::e4m3 || p.d_type == CdType::e5m2) {
+    const __nv_fp8_interpretation_t kind = p.d_type == CdType::e4m3 ? __NV_E4M3 : __NV_E5M2;
+    uint32_t w[(N + 3) / 4] = {};
+#pragma unroll
+    for (int j = 0; j < N; j += 2) {
+      const uint32_t pair = __nv_cvt_float2_to_fp8x2(make_float2(y[j], y[j + 1]), __NV_SATFINITE, kind);
+      w[j / 4] |= pair << (8 * (j % 4));
+    }
+    store_bytes<N>(static_cast<uint8_t*>(p.d) + idx, w);
     return;
   }
   uint32_t w[N / 2];

@@ -216,7 +216,8 @@ __global__ void __launch_bounds__(kThreads, CtaTile::kMinBlocks) spgemm_kernel(P
       for (int q = 0; q < 4; ++q) {
         const int row = block_m + warp_m * kWarpM + mt * 16 + g + 8 * (q / 2);
         const int col = block_n + warp_n * kWarpN + nt * 8 + 2 * t + q % 2;
-        if (row < p.m && col < p.n) gemm::epilogue_store(p, batch, row, col, gemm::acc_value(acc[mt][nt][q]));
+        if (row < p.m && col < p.n) gemm::epilogue_store<typename Traits::Acc>(p, batch, row, col,
+                                                                  reinterpret_cast<const uint32_t&>(acc[mt][nt][q]));
       }
 }
 

@@ -93,7 +93,7 @@ __device__ __forceinline__ void epilogue(const Acc (&acc)[BlockN / 2], uint32_t*
     for (int i = lane; i < kChunk * kChunk; i += 32) {
       const int r = p.cd_col_major ? i % kChunk : i / kChunk, col = p.cd_col_major ? i / kChunk : i % kChunk;
       const int row = row0 + r, n = n0 + col;
-      if (row < p.m && n < p.n) gemm::epilogue_store(p, w.batch, row, n, gemm::acc_value<Acc>(scratch[r * kLd + col]));
+      if (row < p.m && n < p.n) gemm::epilogue_store<Acc>(p, w.batch, row, n, scratch[r * kLd + col]);
     }
   }
 }

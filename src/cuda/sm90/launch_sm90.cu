@@ -46,7 +46,8 @@ CUtensorMap byte_map(const char* what, const void* base, int64_t row_bytes, int6
 }
 
 // Split K, second step: adds the splits' raw accumulators (wrapping s32, or f32 summed in
-// double) and applies the epilogue, one thread per element of D.
+// double and rounded once to f32, the accumulator's type) and applies the epilogue, one thread
+// per element of D.
 __global__ void reduce_splits(const gemm::Params p, bool int_acc) {
   const int64_t total = static_cast<int64_t>(p.batch) * p.m * p.n;
   const int64_t slice = static_cast<int64_t>(p.batch) * p.m_pad * p.n;
@@ -54,15 +55,15 @@ __global__ void reduce_splits(const gemm::Params p, bool int_acc) {
        idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int col = static_cast<int>(idx % p.n), row = static_cast<int>(idx / p.n % p.m), b = static_cast<int>(idx / p.n / p.m);
     const uint32_t* src = static_cast<const uint32_t*>(p.partial) + (static_cast<int64_t>(b) * p.m_pad + row) * p.n + col;
-    double v = 0;
     if (int_acc) {
       uint32_t sum = 0;
       for (int sp = 0; sp < p.splits; ++sp) sum += src[sp * slice];
-      v = static_cast<int32_t>(sum);
+      gemm::epilogue_store<uint32_t>(p, b, row, col, sum);
     } else {
+      double v = 0;
       for (int sp = 0; sp < p.splits; ++sp) v += __uint_as_float(src[sp * slice]);
+      gemm::epilogue_store<float>(p, b, row, col, __float_as_uint(static_cast<float>(v)));
     }
-    gemm::epilogue_store(p, b, row, col, v);
   }
 }
 
