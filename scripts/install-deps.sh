@@ -6,7 +6,7 @@
 # The ASan + UBSan build (scripts/sanitize.sh) needs nothing more: g++'s libasan / libubsan come
 # with it (libgcc-12-dev depends on libasan8 and libubsan1).
 set -euo pipefail
-pkgs=(cmake g++ make libgtest-dev libcli11-dev nlohmann-json3-dev libopenblas-dev)
+pkgs=(cmake g++ make libgtest-dev libcli11-dev nlohmann-json3-dev libopenblas-dev python3-dev python3-venv)
 for extra in "$@"; do
   case "$extra" in
     # clang 14 on Debian 12; libFuzzer and clang's ASan/UBSan runtimes (libclang_rt.fuzzer,
@@ -30,6 +30,17 @@ if [ -x "$nvcc_bin" ] && [ ! -x "$(dirname "$nvcc_bin")/cuobjdump" ] && ! comman
   if [ ! -x "$tools/nvidia/cu13/bin/nvdisasm" ]; then
     python3 -m pip install --quiet --disable-pip-version-check --no-deps --upgrade --target "$tools" nvidia-cuda-cuobjdump==13.5.37 nvidia-cuda-nvdisasm==13.5.37
   fi
+fi
+# The Python package's build and tests (python/, pyproject.toml): a virtual environment in .venv
+# (ignored by git) with nanobind, numpy, pytest and ml_dtypes from PyPI; scripts/build.sh builds
+# the extension module with its interpreter. PyTorch is not installed (PyPI's wheel pulls in
+# gigabytes of CUDA libraries): its tests run where it is (the H100's image).
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+if [ ! -x "$root/.venv/bin/python" ]; then
+  python3 -m venv "$root/.venv"
+fi
+if ! "$root/.venv/bin/python" -c "import nanobind, numpy, pytest, ml_dtypes" >/dev/null 2>&1; then
+  "$root/.venv/bin/python" -m pip install --quiet --disable-pip-version-check "nanobind>=2.4" "numpy>=1.21" "pytest>=7" "ml_dtypes>=0.4"
 fi
 # nvcc is optional: the host library builds without CUDA. It is looked up in the usual places.
 if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then

@@ -5,5 +5,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 scripts/build.sh
 ctest --test-dir build --output-on-failure -j2
+# The Python package as built (build/python): its tests (GPU ones skip without a GPU and PyTorch).
+PYTHONPATH="$PWD/build/python" .venv/bin/python -m pytest -q python/tests
 # The install, the examples built against it as a user project would, and their runs.
 bash scripts/examples.sh

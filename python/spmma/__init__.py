@@ -1,0 +1,297 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""spmma: structured-sparse (2:4) matrix multiply on NVIDIA's sparse tensor cores, and on the CPU.
+
+    import spmma
+    w = spmma.compress(weight)            # prune a (out_features x in_features) weight to 2:4
+    y = spmma.matmul(w, x, bias=b)        # y = x @ pruned_weight.T + b
+
+Arrays go in and out as the caller's framework holds them: numpy arrays (on the CPU; bf16 and
+fp8 through ml_dtypes) and PyTorch tensors (CPU or CUDA), or anything with ``__dlpack__`` of a
+builtin type. Outputs and workspaces are allocated by that framework (``numpy.empty``,
+``torch.empty`` on the input's device: PyTorch's caching allocator), and a CUDA call runs on
+PyTorch's current stream of that device. Nothing here links against PyTorch: one build of spmma
+serves every torch.
+
+Errors: ``ValueError`` for a bad argument or a weight that breaks its pattern,
+``NotImplementedError`` for a combination spmma does not run, ``RuntimeError`` for CUDA; each
+with spmma's message (docs/python.md).
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from . import _spmma
+
+__version__: str = _spmma.version()
+__all__ = ["SparseWeight", "compress", "matmul", "build_info", "supported_types", "__version__"]
+
+
+def build_info() -> dict:
+    """Version, commit, and the CUDA side of this build (what ``spmma --version`` prints)."""
+    return _spmma.build_info()
+
+
+def supported_types(device: str = "cpu") -> list[tuple[str, str, str]]:
+    """The (weight, input, output) type combinations `device` runs ("cpu" or "cuda")."""
+    return _spmma.supported_types(device)
+
+
+# ---------------------------------------------------------------- frameworks
+
+def _torch():
+    try:
+        import torch  # noqa: PLC0415 (optional: only when a tensor is given)
+        return torch
+    except ImportError:
+        return None
+
+
+def _is_torch(a) -> bool:
+    t = type(a)
+    return t.__module__.startswith("torch") and t.__name__ in ("Tensor", "Parameter")
+
+
+# spmma's name of each framework dtype (float32 is read as tf32, as the tensor cores read it).
+_TORCH_TYPES = {
+    "float16": "f16", "bfloat16": "bf16", "float32": "tf32", "float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2",
+    "int8": "s8", "uint8": "u8", "int32": "s32",
+}
+_NUMPY_TYPES = {
+    "float16": "f16", "bfloat16": "bf16", "float32": "tf32", "float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2",
+    "int8": "s8", "uint8": "u8", "int32": "s32",
+}
+# Output types by spmma name: the framework dtype a D of that type is returned in.
+_OUT_NAMES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "tf32": "float32", "e4m3": "float8_e4m3fn",
+              "e5m2": "float8_e5m2", "s8": "int8", "u8": "uint8", "s32": "int32"}
+_RAW = {1: "uint8", 2: "int16", 4: "int32"}  # raw views by element size
+
+
+def _spmma_type(a, what: str) -> str:
+    """spmma's name of an input's dtype (a weight's or x's: int32 is an output type only)."""
+    name = str(a.dtype).replace("torch.", "")
+    table = {k: v for k, v in (_TORCH_TYPES if _is_torch(a) else _NUMPY_TYPES).items() if v != "s32"}
+    if name not in table:
+        raise TypeError(f"{what}: dtype {a.dtype} is not an spmma input type (use one of {', '.join(sorted(table))})")
+    return table[name]
+
+
+def _raw(a):
+    """The array's bits as a builtin integer type of the same width (DLPack carries every builtin
+    type, not bfloat16 or fp8 in every framework version)."""
+    size = a.element_size() if _is_torch(a) else a.dtype.itemsize
+    if _is_torch(a):
+        torch = _torch()
+        return a.view(getattr(torch, _RAW[size]))
+    import numpy as np  # noqa: PLC0415
+    return a.view(np.dtype(_RAW[size]))
+
+
+def _device(a) -> int:
+    """-1 for host memory, else the CUDA ordinal."""
+    if _is_torch(a):
+        return -1 if a.device.type == "cpu" else a.device.index if a.device.index is not None else 0
+    return -1
+
+
+def _stream(device: int) -> int:
+    if device < 0:
+        return 0
+    return _torch().cuda.current_stream(device).cuda_stream
+
+
+def _empty(like, shape, spmma_type: str):
+    """A new array of `shape` holding spmma_type, from like's framework, on like's device."""
+    name = _OUT_NAMES[spmma_type]
+    if _is_torch(like):
+        torch = _torch()
+        return torch.empty(shape, dtype=getattr(torch, name), device=like.device)
+    import numpy as np  # noqa: PLC0415
+    if name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+        import ml_dtypes  # noqa: PLC0415
+        return np.empty(shape, dtype=getattr(ml_dtypes, name))
+    return np.empty(shape, dtype=np.dtype(name))
+
+
+def _float32(v, like, n: int, what: str):
+    """v as n contiguous float32 values where `like` lives (a copy only where v is not so already)."""
+    if _is_torch(like):
+        torch = _torch()
+        t = torch.as_tensor(v, device=like.device).to(torch.float32).reshape(-1).contiguous()
+    else:
+        import numpy as np  # noqa: PLC0415
+        t = np.ascontiguousarray(np.asarray(v, dtype=np.float32).reshape(-1))
+    if t.shape[0] != n:
+        raise ValueError(f"matmul: {what} has {t.shape[0]} values, the product needs {n}")
+    return t
+
+
+# ---------------------------------------------------------------- the compressed weight
+
+class SparseWeight:
+    """A weight W (out_features x in_features) compressed to its type's sparsity pattern (2:4 for
+    16- and 8-bit types, 1:2 for tf32), where the input array lived (CPU or a CUDA device).
+
+    ``state()`` / ``SparseWeight.from_state`` save and restore it (values, metadata, type, shape
+    and a format version, as numpy arrays); ``to(device)`` moves it.
+    """
+
+    FORMAT = "spmma-compressed-v1"
+
+    def __init__(self, sparse, dtype: str, shape: tuple[int, int], device: int):
+        self._s = sparse
+        self.dtype = dtype          # spmma's type name: "bf16", "e4m3", ...
+        self.shape = shape          # (out_features, in_features)
+        self._device = device
+
+    @property
+    def device(self) -> str:
+        return "cpu" if self._device < 0 else f"cuda:{self._device}"
+
+    @property
+    def nbytes(self) -> int:
+        return self._s.value_bytes + self._s.metadata_bytes
+
+    def __repr__(self) -> str:
+        return f"SparseWeight({self.shape[0]}x{self.shape[1]} {self.dtype}, {self.device}, {self.nbytes} bytes)"
+
+    def state(self) -> dict:
+        import numpy as np  # noqa: PLC0415
+        values, meta = self._s.to_host()
+        return {"format": self.FORMAT, "type": self.dtype, "shape": list(self.shape),
+                "values": np.frombuffer(values, dtype=np.uint8).copy(),
+                "metadata": np.frombuffer(meta, dtype=np.uint8).copy()}
+
+    @classmethod
+    def from_state(cls, state: dict, device: str = "cpu") -> "SparseWeight":
+        if state.get("format") != cls.FORMAT:
+            raise ValueError(f"SparseWeight.from_state: format {state.get('format')!r}, expected {cls.FORMAT!r}")
+        rows, k = (int(x) for x in state["shape"])
+        dev = _parse_device(device)
+        s = _spmma.from_host(state["type"], rows, k, bytes(memoryview(state["values"])),
+                             bytes(memoryview(state["metadata"])), dev)
+        return cls(s, state["type"], (rows, k), dev)
+
+    def to(self, device: str) -> "SparseWeight":
+        dev = _parse_device(device)
+        return self if dev == self._device else SparseWeight.from_state(self.state(), device)
+
+    def dense(self):
+        """The pruned dense weight this one stands for, as a numpy array (ml_dtypes for bf16/fp8)."""
+        import numpy as np  # noqa: PLC0415
+        bits = np.frombuffer(self._s.dense_bits(), dtype=np.dtype(_RAW[max(1, _spmma.type_bits(self.dtype) // 8)]))
+        out = _empty(np.empty(0), self.shape, "f32" if self.dtype == "tf32" else self.dtype)
+        return bits.reshape(self.shape).view(out.dtype).copy()
+
+
+def _parse_device(device) -> int:
+    d = str(device)
+    if d == "cpu":
+        return -1
+    if d == "cuda":
+        return 0
+    if d.startswith("cuda:") and d[5:].isdigit():
+        return int(d[5:])
+    raise ValueError(f"device {device!r}: use 'cpu', 'cuda' or 'cuda:N'")
+
+
+def compress(weight, prune: str = "magnitude") -> SparseWeight:
+    """Compress a 2-D weight (out_features x in_features, rows contiguous) where it lives.
+
+    prune="magnitude" keeps the largest magnitudes of each chunk (2 of 4); prune="check" requires
+    the weight to satisfy its pattern already and raises ValueError naming the first row and
+    chunk that does not.
+    """
+    t = _spmma_type(weight, "compress: the weight")
+    dev = _device(weight)
+    s = _spmma.compress(_raw(weight), t, prune, _stream(dev))
+    return SparseWeight(s, t, (int(weight.shape[0]), int(weight.shape[1])), dev)
+
+
+# ---------------------------------------------------------------- the product
+
+_PLANS: OrderedDict = OrderedDict()
+_MAX_PLANS = 256
+
+
+def _plan(w: SparseWeight, key: tuple, make):
+    p = _PLANS.get(key)
+    if p is None:
+        p = make()
+        _PLANS[key] = p
+        if len(_PLANS) > _MAX_PLANS:
+            _PLANS.popitem(last=False)
+    else:
+        _PLANS.move_to_end(key)
+    return p
+
+
+def _default_out(x_type: str) -> str:
+    return {"tf32": "f32", "e4m3": "bf16", "e5m2": "bf16", "s8": "s32", "u8": "s32"}.get(x_type, x_type)
+
+
+def matmul(w: SparseWeight, x, bias=None, activation: str | None = None, out_dtype=None, scale_row=None,
+           scale_col=None):
+    """y = act(scale_row ⊗ scale_col ∘ (x @ Wᵀ) + bias), W the pruned weight, for x of shape
+    (..., in_features) with its last dimension contiguous; y has shape (..., out_features).
+
+    bias: out_features values; scale_row: out_features values (per output channel, e.g. the
+    weight's quantization scales); scale_col: one value per row of x (per token). All float32
+    (converted where given otherwise). activation: None, "relu" or "gelu" (exact erf).
+    out_dtype: the output's dtype (a framework dtype or an spmma type name); default: x's type,
+    bfloat16 for fp8, int32 for int8.
+    """
+    if not isinstance(w, SparseWeight):
+        raise TypeError(f"matmul: w must be a SparseWeight (from spmma.compress), not {type(w).__name__}")
+    x_type = _spmma_type(x, "matmul: x")
+    m, k = w.shape
+    if x.ndim < 1 or int(x.shape[-1]) != k:
+        raise ValueError(f"matmul: x has shape {tuple(x.shape)}, its last dimension must be in_features = {k}")
+    lead = tuple(int(d) for d in x.shape[:-1])
+    n = 1
+    for d in lead:
+        n *= d
+    x2 = x.reshape(n, k)  # a view where x's layout allows, else a copy (the framework's rule)
+    if n == 0:
+        return _empty(x, lead + (m,), _out_type(out_dtype, x_type))
+    if x2.ndim != 2 or (tuple(x2.stride()) if _is_torch(x2) else tuple(s // x2.itemsize for s in x2.strides))[1] != 1:
+        raise ValueError("matmul: x's last dimension must be contiguous")
+    ldx = int(x2.stride(0)) if _is_torch(x2) else int(x2.strides[0] // x2.itemsize)
+    dev = _device(x)
+    if dev != w._device:
+        raise ValueError(f"matmul: x is on {'cpu' if dev < 0 else f'cuda:{dev}'}, the weight on {w.device}")
+    y_type = _out_type(out_dtype, x_type)
+    y = _empty(x, (n, m), y_type)
+    act = activation or "none"
+    b = _float32(bias, x, m, "bias") if bias is not None else None
+    sr = _float32(scale_row, x, m, "scale_row") if scale_row is not None else None
+    sc = _float32(scale_col, x, n, "scale_col") if scale_col is not None else None
+    key = (w.dtype, m, k, dev, n, ldx, x_type, y_type, act, b is not None, sr is not None or sc is not None,
+           sr is not None, sc is not None)
+    p = _plan(w, key, lambda: _spmma.plan(w._s, n, 1, ldx, 0, m, 0, x_type, y_type, act, b is not None,
+                                          sr is not None, sc is not None))
+    ws = None
+    if p.workspace_bytes:
+        ws = _empty(x, (p.workspace_bytes,), "s8")
+    p.run(w._s, _raw(x2), _raw(y), 1.0, 0.0, None, b, sr, sc, None if ws is None else _raw(ws), _stream(dev))
+    return y.reshape(lead + (m,))
+
+
+def _out_type(out_dtype, x_type: str) -> str:
+    if out_dtype is None:
+        return _default_out(x_type)
+    name = str(out_dtype).replace("torch.", "")
+    if name in _OUT_NAMES:
+        return name
+    for k, v in _OUT_NAMES.items():
+        if v == name and k != "tf32":
+            return k
+    try:
+        import numpy as np  # noqa: PLC0415
+        name = np.dtype(out_dtype).name
+        for k, v in _OUT_NAMES.items():
+            if v == name and k != "tf32":
+                return k
+    except TypeError:
+        pass
+    raise TypeError(f"matmul: out_dtype {out_dtype!r} is not an spmma output type (float16, bfloat16, float32, "
+                    "float8_e4m3fn, float8_e5m2, int8, int32)")

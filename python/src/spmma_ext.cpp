@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// spmma._spmma: the matmul API (include/spmma/matmul.hpp) for Python, through nanobind. Arrays
+// cross as DLPack views (nb::ndarray: numpy, PyTorch, anything with __dlpack__) of the raw bit
+// patterns, their spmma type named beside them, so that one extension serves every framework and
+// every torch build: nothing here links against a framework. Every output buffer and workspace
+// is allocated by the caller (python/spmma/__init__.py: the framework's own allocator); a GPU
+// call runs on the stream the caller names (an integer cudaStream_t, 0: the default stream).
+// spmma::Error becomes ValueError (a bad argument or value, a pattern violation),
+// NotImplementedError (a combination spmma does not run) or RuntimeError (CUDA, I/O, internal),
+// with spmma's message.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "spmma/error.hpp"
+#include "spmma/matmul.hpp"
+#include "spmma/sparse.hpp"
+#include "spmma/types.hpp"
+#include "spmma/version.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace {
+
+using AnyArray = nb::ndarray<>;  // any DLPack view: spmma checks device, width and strides itself
+
+constexpr int kDLCPU = 1, kDLCUDA = 2, kDLCUDAManaged = 13;
+
+spmma::ElemType type_of(const std::string& name) { return spmma::parse_elem_type_or_throw(name); }
+
+// The array's memory: "cpu" for host memory, else the CUDA device ordinal (>= 0).
+int device_of(const AnyArray& a, const char* what) {
+  switch (a.device_type()) {
+    case kDLCPU: return -1;
+    case kDLCUDA:
+    case kDLCUDAManaged: return a.device_id();
+    default:
+      spmma::fail(spmma::Status::invalid_argument, std::string(what) + ": memory of DLPack device type " +
+                                                       std::to_string(a.device_type()) + " (spmma takes CPU and CUDA memory)");
+  }
+}
+
+// Bytes per element of an array holding type t's bit patterns (4-bit types: 1 byte per two).
+void check_width(const AnyArray& a, spmma::ElemType t, const char* what) {
+  const int bits = spmma::memory_bits(t);
+  const int want = bits >= 8 ? bits / 8 : 1;
+  if (static_cast<int>(a.itemsize()) != want)
+    spmma::fail(spmma::Status::invalid_argument,
+                std::string(what) + ": elements of " + std::to_string(a.itemsize()) + " bytes hold no " +
+                    std::string(spmma::type_name(t)) + " values (" + std::to_string(want) + " byte" +
+                    (want == 1 ? "" : "s") + " each" + (bits == 4 ? ", two 4-bit values per byte" : "") + ")");
+}
+
+// A handle per device, made once: CPU, or a CUDA ordinal.
+spmma::Handle& handle_for(int device) {
+  static std::vector<std::unique_ptr<spmma::Handle>> gpus;
+  static std::unique_ptr<spmma::Handle> cpu;
+  if (device < 0) {
+    if (!cpu) cpu = std::make_unique<spmma::Handle>(spmma::Device::cpu);
+    return *cpu;
+  }
+  if (static_cast<size_t>(device) >= gpus.size()) gpus.resize(static_cast<size_t>(device) + 1);
+  auto& h = gpus[static_cast<size_t>(device)];
+  if (!h) h = std::make_unique<spmma::Handle>(spmma::Device::gpu, device);
+  return *h;
+}
+
+void* stream_of(uintptr_t s) { return reinterpret_cast<void*>(s); }
+
+// The description of a weight alone (A: rows x k of type t): the first listed B and C/D types of
+// its row stand in until a plan names x's and y's.
+spmma::MatmulDesc weight_desc(spmma::ElemType t, int64_t rows, int64_t k) {
+  spmma::MatmulDesc d;
+  d.a_type = d.b_type = t, d.m = rows, d.k = k, d.n = 1;
+  for (const auto& c : spmma::supported_types(spmma::Device::cpu))
+    if (c.a == t) {
+      d.b_type = c.b, d.c_type = d.d_type = c.cd;
+      break;
+    }
+  return d;
+}
+
+// A compressed A and where it lives.
+struct Sparse {
+  spmma::SparseMatrix m;
+  spmma::MatmulDesc desc;  // a_type, m, k (the rest is filled by each plan)
+  int device = -1;
+};
+
+Sparse compress(const AnyArray& a, const std::string& a_type, const std::string& mode, uintptr_t stream) {
+  if (a.ndim() != 2) spmma::fail(spmma::Status::invalid_argument, "compress: the weight must be 2-D (rows x K), it has " + std::to_string(a.ndim()) + " dimensions");
+  const spmma::ElemType t = type_of(a_type);
+  check_width(a, t, "compress: the weight");
+  if (a.stride(1) != 1)
+    spmma::fail(spmma::Status::invalid_argument, "compress: the weight's rows must be contiguous (stride " + std::to_string(a.stride(1)) + " along K)");
+  Sparse s;
+  s.device = device_of(a, "compress: the weight");
+  const bool four = spmma::memory_bits(t) == 4;
+  s.desc = weight_desc(t, static_cast<int64_t>(a.shape(0)), static_cast<int64_t>(a.shape(1)) * (four ? 2 : 1));
+  const spmma::MatmulDesc& d = s.desc;
+  spmma::PruneMode pm;
+  if (mode == "magnitude") pm = spmma::PruneMode::magnitude;
+  else if (mode == "check") pm = spmma::PruneMode::check;
+  else spmma::fail(spmma::Status::invalid_argument, "compress: prune = '" + mode + "' (use 'magnitude' or 'check')");
+  const int64_t lda = a.stride(0) * (four ? 2 : 1);
+  spmma::Handle& h = handle_for(s.device);
+  {
+    nb::gil_scoped_release release;
+    s.m = spmma::compress(h, d, a.data(), lda, 0, pm, stream_of(stream));
+  }
+  return s;
+}
+
+// A matrix's elements in memory, at the type's width (4-bit types two per byte, low nibble first).
+nb::bytes packed(const spmma::Matrix& m) {
+  const int bits = spmma::memory_bits(m.type);
+  std::string v(static_cast<size_t>((m.rows * m.cols * bits + 7) / 8), '\0');
+  for (size_t i = 0; i < m.bits.size(); ++i) spmma::store_element(v.data(), static_cast<int64_t>(i), bits, m.bits[i]);
+  return nb::bytes(v.data(), v.size());
+}
+
+// The host form of a compressed A: (values as raw bits, metadata words, in this machine's byte
+// order: little-endian on every platform spmma builds for) for saving.
+std::tuple<nb::bytes, nb::bytes> to_host(const Sparse& s) {
+  const spmma::Compressed c = s.m.to_host();
+  return {packed(c.values), nb::bytes(reinterpret_cast<const char*>(c.metadata.data()), c.metadata.size() * 2)};
+}
+
+// The dense weight the compressed one stands for (pruned), as raw bits in the type's width.
+nb::bytes dense_bits(const Sparse& s) { return packed(spmma::decompress(s.m.to_host())); }
+
+// The inverse: a compressed A from its saved host form, where `device` says (-1: the CPU).
+Sparse from_host(const std::string& a_type, int64_t rows, int64_t k, nb::bytes values, nb::bytes metadata, int device) {
+  Sparse s;
+  s.device = device;
+  s.desc = weight_desc(type_of(a_type), rows, k);
+  const spmma::MatmulDesc& d = s.desc;
+  spmma::Compressed c;
+  c.type = d.a_type;
+  c.pattern = spmma::pattern_for(d.a_type);
+  c.rows = rows, c.cols = k;
+  c.values = spmma::Matrix(d.a_type, rows, k / 2);
+  const int bits = spmma::memory_bits(c.type);
+  if (values.size() != c.value_bytes() || metadata.size() != c.metadata_bytes())
+    spmma::fail(spmma::Status::invalid_argument,
+                "SparseWeight: " + std::to_string(values.size()) + " value bytes and " + std::to_string(metadata.size()) +
+                    " metadata bytes, a " + std::to_string(rows) + " x " + std::to_string(k) + " " + a_type + " weight has " +
+                    std::to_string(c.value_bytes()) + " and " + std::to_string(c.metadata_bytes()));
+  for (size_t i = 0; i < c.values.bits.size(); ++i) c.values.bits[i] = spmma::load_element(values.c_str(), static_cast<int64_t>(i), bits);
+  c.metadata.resize(metadata.size() / 2);
+  std::memcpy(c.metadata.data(), metadata.c_str(), metadata.size());
+  s.m = spmma::upload(handle_for(device), d, {c});
+  return s;
+}
+
+// A plan for Y = X·Wᵀ: D (M x N) = W (M x K) · Xᵀ (K x N), X (N x K, rows contiguous) read as a
+// column-major B, Y (N x M, row-major) written as a column-major D. batch: X and Y hold `batch`
+// matrices `stride_x` / `stride_y` elements apart (W shared).
+struct LinearPlan {
+  std::unique_ptr<spmma::Plan> plan;
+  int device = -1;
+};
+
+LinearPlan make_plan(const Sparse& w, int64_t n, int64_t batch, int64_t ldx, int64_t stride_x, int64_t ldy,
+                     int64_t stride_y, const std::string& x_type, const std::string& y_type, const std::string& activation,
+                     bool bias, bool scale_rows, bool scale_cols) {
+  spmma::MatmulDesc d = w.desc;
+  d.n = n;
+  d.b_type = type_of(x_type);
+  d.c_type = d.d_type = type_of(y_type);
+  d.b_order = spmma::Order::col_major, d.cd_order = spmma::Order::col_major;
+  d.ldb = ldx, d.ldc = d.ldd = ldy;
+  d.batch = batch, d.stride_b = stride_x, d.stride_c = d.stride_d = stride_y;
+  if (activation == "none") d.activation = spmma::Activation::none;
+  else if (activation == "relu") d.activation = spmma::Activation::relu;
+  else if (activation == "gelu") d.activation = spmma::Activation::gelu;
+  else spmma::fail(spmma::Status::invalid_argument, "matmul: activation = '" + activation + "' (use None, 'relu' or 'gelu')");
+  d.bias = bias, d.scale_rows = scale_rows, d.scale_cols = scale_cols;
+  LinearPlan p;
+  p.device = w.device;
+  p.plan = std::make_unique<spmma::Plan>(handle_for(w.device), d);
+  return p;
+}
+
+const void* ptr_or_null(const std::optional<AnyArray>& a) { return a ? a->data() : nullptr; }
+
+void run_plan(const LinearPlan& p, const Sparse& w, const AnyArray& x, AnyArray& y, float alpha, float beta,
+              const std::optional<AnyArray>& c, const std::optional<AnyArray>& bias,
+              const std::optional<AnyArray>& scale_rows, const std::optional<AnyArray>& scale_cols,
+              const std::optional<AnyArray>& workspace, uintptr_t stream) {
+  // Every buffer lives where the weight does (the plan checks alignment, sizes and overlaps).
+  auto same = [&](const AnyArray& a, const char* what) {
+    const int dev = device_of(a, what);
+    if (dev != p.device)
+      spmma::fail(spmma::Status::invalid_argument,
+                  std::string("matmul: ") + what + " is on " + (dev < 0 ? std::string("the CPU") : "cuda:" + std::to_string(dev)) +
+                      ", the weight on " + (p.device < 0 ? std::string("the CPU") : "cuda:" + std::to_string(p.device)));
+  };
+  same(x, "x");
+  same(y, "out");
+  for (auto [a, what] : {std::pair{&c, "c"}, std::pair{&bias, "bias"}, std::pair{&scale_rows, "scale_row"},
+                         std::pair{&scale_cols, "scale_col"}, std::pair{&workspace, "workspace"}})
+    if (*a) same(**a, what);
+  spmma::EpilogueArgs e;
+  e.alpha = alpha, e.beta = beta;
+  e.c = ptr_or_null(c);
+  e.bias = static_cast<const float*>(ptr_or_null(bias));
+  e.scale_rows = static_cast<const float*>(ptr_or_null(scale_rows));
+  e.scale_cols = static_cast<const float*>(ptr_or_null(scale_cols));
+  void* ws = workspace ? workspace->data() : nullptr;
+  nb::gil_scoped_release release;
+  p.plan->run(w.m, x.data(), y.data(), e, ws, stream_of(stream));
+}
+
+}  // namespace
+
+NB_MODULE(_spmma, m) {
+  m.doc() = "spmma's C++ API (private: use the spmma package)";
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const spmma::Error& e) {
+      const std::string msg = std::string(e.what());
+      switch (e.code()) {
+        case spmma::Status::invalid_argument:
+        case spmma::Status::invalid_value:
+        case spmma::Status::pattern_violation: PyErr_SetString(PyExc_ValueError, msg.c_str()); break;
+        case spmma::Status::not_supported: PyErr_SetString(PyExc_NotImplementedError, msg.c_str()); break;
+        default: PyErr_SetString(PyExc_RuntimeError, msg.c_str()); break;
+      }
+    }
+  });
+  m.def("version", [] { return std::string(spmma::version()); });
+  m.def("build_info", [] {
+    const spmma::BuildInfo b = spmma::build_info();
+    nb::dict d;
+    d["version"] = b.version, d["commit"] = b.commit, d["cuda"] = b.cuda, d["cuda_version"] = b.cuda_version;
+    d["architectures"] = b.architectures;
+    return d;
+  });
+  m.def("device_name", [](int device) { return handle_for(device).device_name(); }, "device"_a);
+  m.def("type_bits", [](const std::string& t) { return spmma::memory_bits(type_of(t)); }, "type"_a);
+  m.def("supported_types", [](const std::string& device) {
+    spmma::Device d = device == "cpu" ? spmma::Device::cpu : device == "cuda" ? spmma::Device::gpu : spmma::Device::automatic;
+    std::vector<std::tuple<std::string, std::string, std::string>> out;
+    for (const auto& c : spmma::supported_types(d))
+      out.emplace_back(std::string(spmma::type_name(c.a)), std::string(spmma::type_name(c.b)), std::string(spmma::type_name(c.cd)));
+    return out;
+  }, "device"_a);
+
+  nb::class_<Sparse>(m, "SparseMatrix")
+      .def_prop_ro("rows", [](const Sparse& s) { return s.m.rows(); })
+      .def_prop_ro("cols", [](const Sparse& s) { return s.m.cols(); })
+      .def_prop_ro("type", [](const Sparse& s) { return std::string(spmma::type_name(s.m.type())); })
+      .def_prop_ro("device", [](const Sparse& s) { return s.device; })
+      .def_prop_ro("value_bytes", [](const Sparse& s) { return s.m.value_bytes(); })
+      .def_prop_ro("metadata_bytes", [](const Sparse& s) { return s.m.metadata_bytes(); })
+      .def("to_host", &to_host)
+      .def("dense_bits", &dense_bits);
+  m.def("compress", &compress, "a"_a, "a_type"_a, "mode"_a, "stream"_a = 0);
+  m.def("from_host", &from_host, "a_type"_a, "rows"_a, "k"_a, "values"_a, "metadata"_a, "device"_a);
+
+  nb::class_<LinearPlan>(m, "Plan")
+      .def_prop_ro("workspace_bytes", [](const LinearPlan& p) { return p.plan->workspace_bytes(); })
+      .def("describe", [](const LinearPlan& p) { return p.plan->describe(); })
+      .def("run", &run_plan, "w"_a, "x"_a, "y"_a, "alpha"_a, "beta"_a, "c"_a.none(), "bias"_a.none(),
+           "scale_rows"_a.none(), "scale_cols"_a.none(), "workspace"_a.none(), "stream"_a);
+  m.def("plan", &make_plan, "w"_a, "n"_a, "batch"_a, "ldx"_a, "stride_x"_a, "ldy"_a, "stride_y"_a, "x_type"_a,
+        "y_type"_a, "activation"_a, "bias"_a, "scale_rows"_a, "scale_cols"_a);
+}
