@@ -81,7 +81,8 @@ def one(m, n, k, t):
     ms = kernel_ms(lambda: torch._cslt_sparse_mm(ac, bb, alg_id=alg, **kwargs), names=names)
     flops = 2.0 * m * n * k
     row = {"m": m, "n": n, "k": k, "type": t, "cusparselt_ms": ms, "cusparselt_tflops": flops / (ms * 1e-3) / 1e12,
-           "alg_id": int(alg), "kernels": names}
+           "alg_id": int(alg), "kernels": names, "torch": torch.__version__,
+           "cusparselt": str(torch.backends.cusparselt.version())}
     if t in ("bf16", "f16"):
         dms = kernel_ms(lambda: torch.mm(a, b))
         row["torch_dense_tflops"] = flops / (dms * 1e-3) / 1e12

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -94,6 +95,36 @@ TEST_F(CliErrors, BenchShapesAreParsedStrictly) {
   const CliResult r = run("bench --cpu --reps 1 --types bf16 --shapes 32X16x64,16x16X32 --json");
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out).size(), 2u) << r.out;
+}
+
+// Every bench record carries its provenance (what it was measured with, the command, the date,
+// repetitions and seed) and the dispersion of its timings, so that a table can be reproduced
+// and regenerated from the JSON alone; the epilogue options are recorded too.
+TEST_F(CliErrors, BenchRecordsCarryProvenanceAndDispersion) {
+  const CliResult r = run("bench --cpu --reps 5 --types bf16 --shapes 64x16x64 --bias --activation gelu --out f32 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto arr = nlohmann::json::parse(r.out);
+  ASSERT_EQ(arr.size(), 1u);
+  const auto& row = arr[0];
+  EXPECT_EQ(row["epilogue"], "bias+gelu");
+  EXPECT_EQ(row["d_type"], "f32");
+  EXPECT_TRUE(row["verified"].get<bool>()) << row;
+  const auto& p = row["provenance"];
+  EXPECT_EQ(p["version"], std::string(spmma::version()));
+  EXPECT_EQ(p["commit"], std::string(spmma::commit()));
+  EXPECT_EQ(p["device"], "CPU");
+  EXPECT_EQ(p["reps"], 5);
+  EXPECT_TRUE(p["warmup"].is_number() && p["seed"].is_number()) << p;
+  EXPECT_NE(p["command"].get<std::string>().find("bench --cpu --reps 5"), std::string::npos) << p;
+  EXPECT_TRUE(std::regex_match(p["date_utc"].get<std::string>(), std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)"))) << p;
+  EXPECT_TRUE(p["cpu"]["blas"].is_string() && p["build"].contains("cuda")) << p;
+  for (const char* side : {"spmma", "cpu_dense"}) {
+    const auto& t = row["timing_ms"][side];
+    EXPECT_GT(t["min"].get<double>(), 0.0) << side;
+    EXPECT_LE(t["min"].get<double>(), t["median"].get<double>()) << side;
+    EXPECT_LE(t["median"].get<double>(), t["p90"].get<double>()) << side;
+  }
+  EXPECT_DOUBLE_EQ(row["timing_ms"]["spmma"]["median"].get<double>(), row["spmma_ms"].get<double>());
 }
 
 // A row that is not verified makes bench fail (status 1) and name the row; the table, the JSON

@@ -24,7 +24,7 @@ namespace {
 
 // The median wall time of f() in ms, over `reps` calls after `warmup` calls.
 template <class F>
-double median_ms(int warmup, int reps, F&& f) {
+Timing timed_ms(int warmup, int reps, F&& f) {
   std::vector<double> t;
   for (int i = 0; i < warmup + std::max(reps, 1); ++i) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -32,8 +32,7 @@ double median_ms(int warmup, int reps, F&& f) {
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (i >= warmup) t.push_back(ms);
   }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return timing_of(std::move(t));
 }
 
 std::vector<uint8_t> to_memory(const Matrix& m) {
@@ -111,9 +110,10 @@ Row run_case(const Options& o, ElemType t, const std::array<int64_t, 3>& shape, 
     const int cb = memory_bits(cd) / 8;
     std::vector<uint8_t> out(static_cast<size_t>(r.m * r.n * cb));
     std::vector<uint8_t> ws(plan.workspace_bytes());
-    r.spmma_ms = median_ms(o.warmup, o.reps, [&] {
+    r.spmma_timing = timed_ms(o.warmup, o.reps, [&] {
       plan.run(sa, b_mem.data(), out.data(), ea, ws.empty() ? nullptr : ws.data());
     });
+    r.spmma_ms = r.spmma_timing.median;
     r.spmma_call_us = r.spmma_ms * 1e3;
     const double flops = 2.0 * r.m * r.n * r.k;
     r.spmma_tflops = flops / (r.spmma_ms * 1e-3) / 1e12;
@@ -121,11 +121,12 @@ Row run_case(const Options& o, ElemType t, const std::array<int64_t, 3>& shape, 
     // The dense baseline: the same pruned A and B in f32, multiplied by OpenBLAS.
     const std::vector<float> af = to_f32(pruned), bf = to_f32(b);
     std::vector<float> df(static_cast<size_t>(r.m * r.n));
-    r.cpu_dense_ms = median_ms(o.warmup, o.reps, [&] {
+    r.dense_timing = timed_ms(o.warmup, o.reps, [&] {
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(r.m), static_cast<int>(r.n),
                   static_cast<int>(r.k), 1.f, af.data(), static_cast<int>(r.k), bf.data(), static_cast<int>(r.k), 0.f,
                   df.data(), static_cast<int>(r.n));
     });
+    r.cpu_dense_ms = r.dense_timing.median;
     r.cpu_dense_tflops = flops / (r.cpu_dense_ms * 1e-3) / 1e12;
 
     // Verify D against a double-precision product of the pruned A, on (evenly spread) rows.

@@ -176,6 +176,11 @@ std::string gpu_name() {
   return std::string(prop.name) + " (sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + ")";
 }
 
+std::string cublas_version() {
+  const size_t v = cublasLtGetVersion();  // major * 10000 + minor * 100 + patch
+  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
+}
+
 uint64_t gpu_free_memory() {
   size_t free = 0, total = 0;
   if (cudaMemGetInfo(&free, &total) != cudaSuccess) {
@@ -327,7 +332,8 @@ std::vector<Row> run_gpu(const Options& o) {
             hosts.push_back(std::chrono::duration<double, std::micro>(r1 - r0).count());
           }
         }
-        r.spmma_ms = median(ktimes);
+        r.spmma_timing = timing_of(ktimes);
+        r.spmma_ms = r.spmma_timing.median;
         r.spmma_call_us = median(calls);
         r.spmma_host_us = median(hosts);
         const double flops = 2.0 * r.m * r.n * r.k;
@@ -345,7 +351,8 @@ std::vector<Row> run_gpu(const Options& o) {
               check(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
               if (i >= o.warmup) ct.push_back(ms);
             }
-            r.cublas_ms = median(ct);
+            r.dense_timing = timing_of(ct);
+            r.cublas_ms = r.dense_timing.median;
             r.cublas_tflops = flops / (r.cublas_ms * 1e-3) / 1e12;
           } else {
             r.note = g.why;

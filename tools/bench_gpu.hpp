@@ -3,6 +3,7 @@
 // Row and Options are plain C++ (no CUDA): tools/bench_cpu.hpp's run_cpu, the CPU path of
 // `spmma bench` and `spmma demo`, fills the same Row.
 #pragma once
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -13,6 +14,17 @@
 #include "spmma/types.hpp"
 
 namespace spmma::bench {
+
+// The dispersion of a case's timed repetitions (ms): min, median, 90th percentile.
+struct Timing {
+  double min = 0, median = 0, p90 = 0;
+};
+inline Timing timing_of(std::vector<double> v) {
+  if (v.empty()) return {};
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return {v.front(), v[n / 2], v[std::min(n - 1, (n * 9 + 9) / 10 - 1)]};  // p90: the ceil(0.9 n)-th
+}
 
 struct Row {
   int64_t m = 0, n = 0, k = 0;
@@ -26,6 +38,7 @@ struct Row {
   int64_t checked_rows = 0;  // rows of D compared with the reference (all of them on the GPU)
   size_t value_bytes = 0, metadata_bytes = 0;  // the compressed A
   double spmma_ms = 0, cublas_ms = 0;            // kernel time (device events), median
+  Timing spmma_timing, dense_timing;             // their dispersion (dense: cuBLAS or the CPU's sgemm)
   double spmma_call_us = 0;                       // end-to-end call (host clock, launch to sync), median
   double spmma_host_us = 0;                       // host time inside Plan::run (enqueue only; GPU), median
   double spmma_tflops = 0;                        // dense-equivalent 2·M·N·K / time
@@ -102,6 +115,8 @@ inline double error_bound(ElemType d) {
 // verified = false and Row::note saying why (`spmma bench` then exits 1 naming the rows).
 std::vector<Row> run_gpu(const Options& o);
 std::string gpu_name();
+// The cuBLASLt library's version ("13.0.0"), for the records' provenance.
+std::string cublas_version();
 // Free memory on the current GPU (cudaMemGetInfo), 0 when it cannot be asked.
 uint64_t gpu_free_memory();
 

@@ -14,6 +14,7 @@
 #include "bench_cpu.hpp"
 #include "cli_util.hpp"
 #include "commands.hpp"
+#include "provenance.hpp"
 #include "io/files.hpp"
 #include "spmma/error.hpp"
 #ifdef SPMMA_HAVE_CUDA
@@ -30,6 +31,8 @@ struct BenchRow {
   bool verified = false;
   double max_error = 0, spmma_ms = 0, spmma_call_us = 0, spmma_host_us = 0, spmma_tflops = 0, dense_ms = 0;
   std::optional<double> cublas_tflops, cusparselt_tflops, cpu_dense_tflops;
+  bench::Timing spmma_timing, dense_timing;
+  nlohmann::json peer;  // what the cuSPARSELt record says of itself (torch, cuSPARSELt versions, kernels)
 };
 
 // "MxNxK,MxNxK": each size a positive decimal integer and nothing else ("64x64x64q", "64x64",
@@ -189,6 +192,7 @@ void register_bench(CLI::App& app) {
       x.verified = r.verified, x.max_error = r.max_error, x.spmma_ms = r.spmma_ms, x.spmma_call_us = r.spmma_call_us;
       x.spmma_host_us = r.spmma_host_us;
       x.d_type = r.d_type, x.epilogue = r.epilogue;
+      x.spmma_timing = r.spmma_timing, x.dense_timing = r.dense_timing;
       x.spmma_tflops = r.spmma_tflops, x.cublas_tflops = r.cublas_tflops, x.cpu_dense_tflops = r.cpu_dense_tflops;
       x.dense_ms = gpu ? r.cublas_ms : r.cpu_dense_ms;
       rows.push_back(x);
@@ -201,9 +205,28 @@ void register_bench(CLI::App& app) {
       for (auto& r : rows)
         for (const auto& c : j)
           if (c.is_object() && c.value("m", 0) == r.m && c.value("n", 0) == r.n && c.value("k", 0) == r.k &&
-              c.value("type", "") == r.type && c.contains("cusparselt_tflops") && c["cusparselt_tflops"].is_number())
+              c.value("type", "") == r.type && c.contains("cusparselt_tflops") && c["cusparselt_tflops"].is_number()) {
             r.cusparselt_tflops = c["cusparselt_tflops"].get<double>();
+            for (const char* key : {"torch", "cusparselt", "alg_id", "kernels", "cusparselt_ms"})
+              if (c.contains(key)) r.peer[key] = c[key];
+          }
     }
+    // Every record carries what it was measured with (docs/benchmarks.md reproduces from it).
+    nlohmann::json provenance = environment();
+    provenance["device"] = device;
+    provenance["command"] = command_line();
+    provenance["date_utc"] = utc_now();
+    provenance["reps"] = bo.reps;
+    provenance["warmup"] = bo.warmup;
+    provenance["seed"] = bo.seed;
+    provenance["timer"] = gpu ? "CUDA events around each call (kernel time), median of reps after warm-up"
+                              : "host clock around each call, median of reps after warm-up";
+#ifdef SPMMA_HAVE_CUDA
+    if (gpu) provenance["cublaslt"] = bench::cublas_version();
+#endif
+    auto timing = [](const bench::Timing& t) {
+      return nlohmann::json{{"min", t.min}, {"median", t.median}, {"p90", t.p90}};
+    };
     nlohmann::json arr = nlohmann::json::array();
     for (const auto& r : rows)
       arr.push_back({{"m", r.m}, {"n", r.n}, {"k", r.k}, {"type", r.type}, {"backend", r.backend}, {"device", device},
@@ -212,7 +235,10 @@ void register_bench(CLI::App& app) {
                      {"cublas_tflops", opt(r.cublas_tflops)}, {"cusparselt_tflops", opt(r.cusparselt_tflops)},
                      {"cpu_dense_tflops", opt(r.cpu_dense_tflops)},
                      {"kernel", r.kernel}, {"note", r.note}, {"d_type", r.d_type}, {"epilogue", r.epilogue},
-                     {"fast_accum", o->fast_accum}});
+                     {"fast_accum", o->fast_accum},
+                     {"timing_ms", {{"spmma", timing(r.spmma_timing)}, {gpu ? "cublas" : "cpu_dense", timing(r.dense_timing)}}},
+                     {"cusparselt_record", r.peer.is_null() ? nlohmann::json(nullptr) : r.peer},
+                     {"provenance", provenance}});
     if (!o->json_out.empty()) {
       const std::string text = arr.dump(1) + "\n";
       io::write_file(o->json_out, std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size()));

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "provenance.hpp"
 #include "spmma/detail/gemm_pairs.hpp"
 #include "spmma/error.hpp"
 #include "spmma/log.hpp"
@@ -60,19 +61,35 @@ json kernels_of(Handle& h) {
   return rows;
 }
 
-json gather() {
+}  // namespace
+
+json environment() {
   const BuildInfo b = build_info();
   json j;
   j["version"] = b.version;
   j["commit"] = b.commit;
   j["build"] = {{"cuda", b.cuda}, {"cuda_toolkit", b.cuda_version}, {"architectures", b.architectures}};
-  j["gpus"] = json::array();
 #ifdef SPMMA_HAVE_CUDA
-  int driver = 0, runtime = 0, count = 0;
+  int driver = 0, runtime = 0;
   const bool have_driver = cudaDriverGetVersion(&driver) == cudaSuccess && driver > 0;
   (void)cudaRuntimeGetVersion(&runtime);
+  (void)cudaGetLastError();
   j["cuda_driver"] = have_driver ? json(cuda_version_text(driver)) : json(nullptr);
   j["cuda_runtime"] = cuda_version_text(runtime);
+#endif
+  j["cpu"] = {{"threads", std::thread::hardware_concurrency()},
+              {"blas", openblas_get_config()},
+              {"blas_threads", openblas_get_num_threads()}};
+  return j;
+}
+
+namespace {
+
+json gather() {
+  json j = environment();
+  j["gpus"] = json::array();
+#ifdef SPMMA_HAVE_CUDA
+  int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) count = 0;
   (void)cudaGetLastError();
   for (int i = 0; i < count; ++i) {
@@ -91,9 +108,6 @@ json gather() {
 #endif
   Handle automatic(Device::automatic);
   if (automatic.device() == Device::cpu) j["gpu_fallback_reason"] = automatic.fallback_reason();
-  j["cpu"] = {{"threads", std::thread::hardware_concurrency()},
-              {"blas", openblas_get_config()},
-              {"blas_threads", openblas_get_num_threads()}};
   const char* file = std::getenv("SPMMA_LOG_FILE");
   j["logging"] = {{"level", static_cast<int>(log_level())}, {"file", file && *file ? json(file) : json(nullptr)}};
   return j;

@@ -11,6 +11,7 @@
 //      parse error (CLI11's own, e.g. a missing argument), running out of memory, a failed write
 //      to standard output. One line: "spmma: error: <message>".
 //   77 `spmma conform` without a GPU (CTest's "skipped")
+#include <ctime>
 #include <exception>
 #include <iostream>
 #include <new>
@@ -19,6 +20,7 @@
 #include <CLI/CLI.hpp>
 
 #include "commands.hpp"
+#include "provenance.hpp"
 #include "spmma/error.hpp"
 #include "spmma/version.hpp"
 
@@ -59,7 +61,33 @@ std::string parse_error_text(const CLI::App& app, const CLI::ParseError& e, int 
 
 }  // namespace
 
+namespace spmma::cli {
+namespace {
+std::string& command_line_store() {
+  static std::string s;
+  return s;
+}
+}  // namespace
+
+void set_command_line(int argc, char** argv) {
+  std::string& s = command_line_store();
+  s.clear();
+  for (int i = 0; i < argc; ++i) s += (i ? " " : "") + std::string(argv[i]);
+}
+const std::string& command_line() { return command_line_store(); }
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+}  // namespace spmma::cli
+
 int main(int argc, char** argv) {
+  spmma::cli::set_command_line(argc, argv);
   CLI::App app{
       "spmma: a model of NVIDIA's sparse tensor-core MMA instructions (mma.sp, wgmma.sp).\n"
       "Prune, check, compress and decompress structured-sparse matrices (.npy, .safetensors),\n"

@@ -176,7 +176,9 @@ class CpuKernel final : public Kernel {
     std::string s = "cpu: ";
     s += integer_ ? "exact integer dot products (s32 accumulator), " + std::to_string(hw_threads()) + " threads"
                   : std::string("A decompressed to f32, cblas_sgemm (f32 accumulation)");
-    s += "; epilogue in f64 -> " + std::string(type_name(d_.d_type));
+    s += std::string("; epilogue in ") +
+         (epilogue_in_double(d_.c_type == ElemType::s32, d_.d_type == ElemType::s32) ? "f64" : "f32") + " -> " +
+         std::string(type_name(d_.d_type));
     s += std::string(", activation ") + act_name(d_.activation);
     if (d_.bias) s += ", bias";
     if (!integer_) s += "; columns of B with Inf/NaN summed over A's named positions only (as the tensor cores)";
