@@ -57,7 +57,7 @@ TEST_F(CliErrors, ParseErrorsAreOneLineWithStatus2) {
       {"", {"subcommand is required"}},
       {"bogus", {"'bogus' is not a command", "prune"}},
       {"--bogus", {"--bogus"}},
-      {"check", {"check: ", "IN.npy is required", "spmma check --help"}},
+      {"check", {"check: ", "IN is required", "spmma check --help"}},
       {"check x.npy --type bf16 --foo", {"check: ", "--foo"}},
       {"check x.npy", {"check: ", "--type"}},
       {"prune x.npy", {"prune: ", "OUT.npy"}},

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 #include <string>
@@ -172,6 +173,71 @@ TEST_F(CliFormats, CheckNamesTheViolatingRowAndChunk) {
     EXPECT_EQ(ok["cols"], cols);
     EXPECT_EQ(ok["type"], type);
   }
+}
+
+// A checkpoint (.safetensors): one report per tensor, with what magnitude pruning removes; the
+// tensors that cannot be sparse matrices are listed as skipped with the reason.
+TEST_F(CliFormats, CheckReportsEveryTensorOfACheckpoint) {
+  auto tensor = [](const std::string& name, const std::string& dtype, std::vector<int64_t> shape, ElemType t,
+                   const std::vector<double>& v) {
+    SafeTensor s{name, dtype, std::move(shape), {}};
+    const int bits = memory_bits(t);
+    s.data.assign(v.size() * static_cast<size_t>(bits / 8), 0);
+    for (size_t i = 0; i < v.size(); ++i) store_element(s.data.data(), static_cast<int64_t>(i), bits, encode(t, v[i]));
+    return s;
+  };
+  SafeTensors f;
+  // a: 2:4 already (BF16); b: row 0 breaks it, pruning removes |1| + |2| of 14 and 1 + 4 of 46;
+  // c: F32, read as tf32 (1:2): satisfied; norm: 1-D; ids: I32 (no sparse type).
+  f.tensors.push_back(tensor("a.weight", "BF16", {2, 8}, ElemType::bf16, {1, 0, 0, 2, 0, 3, 4, 0, 0, 0, 5, 6, 7, 0, 0, 8}));
+  f.tensors.push_back(tensor("b.weight", "F16", {2, 4}, ElemType::f16, {1, 2, 3, 4, -4, 0, 0, 0}));
+  f.tensors.push_back(tensor("c.weight", "F32", {2, 6}, ElemType::f32, {1, 0, 0, 2, 3, 0, 0, 1, 1, 0, 0, 0}));
+  f.tensors.push_back(tensor("norm", "F32", {8}, ElemType::f32, {1, 1, 1, 1, 1, 1, 1, 1}));
+  f.tensors.push_back(tensor("ids", "I32", {2, 4}, ElemType::s32, {1, 2, 3, 4, 5, 6, 7, 8}));
+  const std::string ck = path("model.safetensors");
+  write_safetensors(ck, f);
+
+  CliResult r = run("check " + quote(ck) + " --json");
+  EXPECT_EQ(r.code, 1) << r.out << r.err;  // b breaks its pattern
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["summary"], json::parse(R"({"checked": 3, "satisfy": 2, "violate": 1, "skipped": 2})"));
+  ASSERT_EQ(j["tensors"].size(), 5u);
+  std::map<std::string, json> by;
+  for (const auto& t : j["tensors"]) by[t["name"]] = t;
+  EXPECT_EQ(by["a.weight"]["status"], "satisfies");
+  EXPECT_EQ(by["a.weight"]["pattern"], "2:4");
+  EXPECT_EQ(by["c.weight"]["type"], "tf32");
+  EXPECT_EQ(by["c.weight"]["pattern"], "1:2");
+  EXPECT_EQ(by["c.weight"]["status"], "satisfies");
+  const json& b = by["b.weight"];
+  EXPECT_EQ(b["status"], "violates");
+  EXPECT_EQ(b["chunks"], 2);
+  EXPECT_EQ(b["violating_chunks"], 1);
+  EXPECT_EQ(b["first_violation"], "row 0, chunk 0 (cols 0..3): 4 non-zeros, 2:4 allows at most 2");
+  EXPECT_DOUBLE_EQ(b["magnitude_pruning_removes"]["l1_fraction"].get<double>(), 3.0 / 14.0);
+  EXPECT_DOUBLE_EQ(b["magnitude_pruning_removes"]["l2_fraction"].get<double>(), 5.0 / 46.0);
+  EXPECT_EQ(by["norm"]["status"], "skipped");
+  EXPECT_EQ(by["norm"]["why"], "not a matrix (1-D)");
+  EXPECT_EQ(by["ids"]["why"], "dtype I32 has no sparse type");
+
+  // Text, and a selection by name pattern: only the satisfied ones, exit 0.
+  r = run("check " + quote(ck) + " --tensors 'a.*' --tensors 'c.*'");
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("2 tensors checked (2 satisfy their pattern, 0 do not), 0 skipped"), std::string::npos) << r.out;
+  r = run("check " + quote(ck) + " --tensors b.weight");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("1 of 2 chunks break it"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("removes 21.43% of Σ|w|, 10.87% of Σw²"), std::string::npos) << r.out;
+  // --type names the pattern: F32 c.weight against bf16's 2:4 has 6 columns, not whole chunks.
+  r = run("check " + quote(ck) + " --tensors c.weight --type bf16 --json");
+  EXPECT_EQ(json::parse(r.out)["tensors"][0]["why"], "6 columns is not a whole number of 2:4 chunks") << r.out;
+  expect_error(run("check " + quote(ck) + " --tensors 'z*'"), {ck, "no tensor matches --tensors", "5 tensors"});
+  expect_error(run("check " + quote(ck) + " --bits"), {"--bits is for .npy"});
+  expect_error(run("check " + quote(ck) + " --type f64"), {"f64"});
+  const std::string in = path("m.npy");
+  write_npy(in, random_dense("bf16", 4, 8));
+  expect_error(run("check " + quote(in)), {"--type is required for .npy"});
+  expect_error(run("check " + quote(in) + " --type bf16 --tensors x"), {"--tensors selects tensors of a .safetensors"});
 }
 
 TEST_F(CliFormats, CompressDecompressRoundTripEveryType) {
@@ -352,9 +418,9 @@ TEST_F(CliFormats, HelpAndVersion) {
   EXPECT_EQ(r.out.rfind("spmma ", 0), 0u) << r.out;
   r = run("");
   EXPECT_NE(r.code, 0);
-  r = run("check");  // missing the required input and --type: the documented one line and status 2
+  r = run("check");  // missing the required input: the documented one line and status 2
   EXPECT_EQ(r.code, 2);
-  EXPECT_EQ(r.err.rfind("spmma: error: check: IN.npy is required", 0), 0u) << r.err;
+  EXPECT_EQ(r.err.rfind("spmma: error: check: IN is required", 0), 0u) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 

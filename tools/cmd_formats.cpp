@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "checkpoint.hpp"
 #include "cli_util.hpp"
 #include "commands.hpp"
 #include "io/files.hpp"
@@ -198,10 +199,22 @@ void run_prune(const PruneOpts& o) {
 
 struct CheckOpts {
   std::string in, type;
+  std::vector<std::string> tensors;
   bool json = false, bits = false;
 };
 
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
 void run_check(const CheckOpts& o) {
+  if (ends_with(o.in, ".safetensors")) {  // a checkpoint: one report line per tensor (tools/checkpoint.cpp)
+    if (o.bits) fail(Status::invalid_argument, "check: --bits is for .npy input (a .safetensors tensor names its dtype)");
+    run_check_checkpoint({o.in, o.type, o.tensors, o.json});
+    return;
+  }
+  if (!o.tensors.empty()) fail(Status::invalid_argument, "check: --tensors selects tensors of a .safetensors checkpoint, not of " + o.in);
+  if (o.type.empty()) fail(Status::invalid_argument, "check: --type is required for .npy input (" + o.in + ")");
   const TypeAndPattern tp = resolve_type(o.type);
   const Matrix dense = read_dense(o.in, tp, o.bits).m;
   require_chunk_multiple(o.in, dense.cols, tp);
@@ -433,12 +446,20 @@ void register_formats(CLI::App& app) {
   }
   {
     auto o = std::make_shared<CheckOpts>();
-    auto* sub = app.add_subcommand("check", "Check that a matrix satisfies its element type's sparsity pattern");
+    auto* sub = app.add_subcommand("check", "Check that a matrix, or a checkpoint's weights, satisfy their sparsity pattern");
     sub->footer(
-        "Values are rounded into --type first. Exit 0 and print 'ok: R x C <type> satisfies <pattern>',\n"
-        "or print the first violation (row, chunk, columns, non-zeros) and exit 1.\n");
-    sub->add_option("IN.npy", o->in, "matrix to check (.npy, values)")->required()->type_name("");
-    sub->add_option("-t,--type", o->type, types)->required()->type_name("TYPE");
+        "IN.npy: values are rounded into --type first. Exit 0 and print 'ok: R x C <type> satisfies\n"
+        "<pattern>', or print the first violation (row, chunk, columns, non-zeros) and exit 1.\n"
+        "IN.safetensors (a checkpoint): one line per tensor (--tensors selects by name, shell globs):\n"
+        "whether it satisfies the pattern of its dtype's type (BF16, F16, F8_E4M3, F8_E5M2, I8, U8;\n"
+        "F32 as tf32, 1:2; --type names another), how many chunks break it, and the share of Σ|w| and\n"
+        "Σw² that magnitude pruning would remove; tensors that are not 2-D or have no sparse type are\n"
+        "listed as skipped. Exit 1 when a checked tensor breaks its pattern.\n");
+    sub->add_option("IN", o->in, "matrix to check (.npy, values) or checkpoint (.safetensors)")->required()->type_name("");
+    sub->add_option("-t,--type", o->type, types + " (required for .npy)")->type_name("TYPE");
+    sub->add_option("--tensors", o->tensors, "with a .safetensors checkpoint: the tensors to check, by name pattern "
+                                             "('model.layers.*.mlp.*'); repeatable; default: all")
+        ->type_name("PATTERN");
     sub->add_flag("--bits", o->bits, bits_help);
     sub->add_flag("--json", o->json, "print the result as JSON");
     sub->callback([o] { run_check(*o); });
