@@ -153,18 +153,11 @@ Row run_case(const Options& o, ElemType t, const std::array<int64_t, 3>& shape, 
         got[static_cast<size_t>(s * r.n + j)] = decode(cd, load_element(out.data(), i * r.n + j, memory_bits(cd)));
       }
     }
-    double scale = 0, worst = 0, num = 0, den = 0;
-    bool finite = true;
-    for (double y : ref) scale = std::max(scale, std::fabs(y));
-    for (size_t e = 0; e < ref.size(); ++e) {
-      const double x = got[e], y = ref[e];
-      finite &= std::isfinite(x);
-      worst = std::max(worst, std::fabs(x - y) / (std::fabs(y) + 1e-2 * scale + 1e-30));
-      num += (x - y) * (x - y), den += y * y;
-    }
-    r.max_error = worst;
-    r.rel_error = std::sqrt(num / (den + 1e-300));
-    r.verified = finite && worst <= error_bound(cd);
+    const Agreement ag = agreement(static_cast<int64_t>(ref.size()), [&](int64_t e) { return got[static_cast<size_t>(e)]; },
+                                   [&](int64_t e) { return ref[static_cast<size_t>(e)]; });
+    r.max_error = ag.worst;
+    r.rel_error = ag.rel;
+    r.verified = ag.finite && ag.worst <= error_bound(cd);
     if (!type_info(cd).is_float && (cd != ElemType::s32 || !epi.plain())) {
       // Integer D after an epilogue: the library's fused steps and the reference's may round a
       // value at .5 apart: one unit. (Plain s32 D is exact.)
@@ -174,7 +167,7 @@ Row run_case(const Options& o, ElemType t, const std::array<int64_t, 3>& shape, 
       r.verified = units <= 1.0;
     }
     if (!r.verified)
-      r.note = finite ? "worst element error " + std::to_string(worst) + " above the bound " + std::to_string(error_bound(cd))
+      r.note = ag.finite ? "worst element error " + std::to_string(ag.worst) + " above the bound " + std::to_string(error_bound(cd))
                       : std::string("D holds a non-finite value");
   } catch (const Error& e) {
     r.note = e.what();

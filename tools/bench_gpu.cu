@@ -220,22 +220,15 @@ void verify_rows_on_cpu(Row& r, const MatmulDesc& d, const Buf& a, const Buf& b,
   if (d.scale_cols) ea.scale_cols = ed->scale_cols.data();
   Plan(cpu, sub).run(sa, hb.data(), ref.data(), ea);
   r.checked_rows = sub.m;
-  const int64_t count = sub.m * d.n;
   if (!type_info(d.d_type).is_float) {
     r.max_error = ref == hd ? 0.0 : 1.0;
     r.verified = ref == hd;
     return;
   }
-  double scale = 0, worst = 0;
-  bool finite = true;
-  for (int64_t i = 0; i < count; ++i) scale = std::max(scale, std::fabs(elem_value(ref.data(), i, d.d_type)));
-  for (int64_t i = 0; i < count; ++i) {
-    const double x = elem_value(hd.data(), i, d.d_type), y = elem_value(ref.data(), i, d.d_type);
-    finite &= std::isfinite(x) == std::isfinite(y);
-    if (std::isfinite(x) && std::isfinite(y)) worst = std::max(worst, std::fabs(x - y) / (std::fabs(y) + 1e-2 * scale + 1e-30));
-  }
-  r.max_error = worst;
-  r.verified = finite && worst <= error_bound(d.d_type);
+  const Agreement ag = agreement(sub.m * d.n, [&](int64_t i) { return elem_value(hd.data(), i, d.d_type); },
+                                 [&](int64_t i) { return elem_value(ref.data(), i, d.d_type); });
+  r.max_error = ag.worst;
+  r.verified = ag.finite_alike && ag.worst <= error_bound(d.d_type);
 }
 
 std::vector<Row> run_gpu(const Options& o) {
@@ -362,28 +355,20 @@ std::vector<Row> run_gpu(const Options& o) {
             std::vector<uint8_t> h1(static_cast<size_t>(r.m * r.n * cb)), h2(h1.size());  // cb == dense_cb here
             check(cudaMemcpy(h1.data(), d1.ptr, h1.size(), cudaMemcpyDeviceToHost), "download");
             check(cudaMemcpy(h2.data(), d2.ptr, h2.size(), cudaMemcpyDeviceToHost), "download");
-            double scale = 0;
-            for (int64_t i = 0; i < r.m * r.n; ++i) scale = std::max(scale, std::fabs(elem_value(h2.data(), i, cd)));
-            double worst = 0, num = 0, den = 0;
-            bool finite = true;
-            for (int64_t i = 0; i < r.m * r.n; ++i) {
-              const double x = elem_value(h1.data(), i, cd), y = elem_value(h2.data(), i, cd);
-              finite &= std::isfinite(x);
-              worst = std::max(worst, std::fabs(x - y) / (std::fabs(y) + 1e-2 * scale + 1e-30));
-              num += (x - y) * (x - y), den += y * y;
-            }
-            r.max_error = worst;
-            r.rel_error = std::sqrt(num / (den + 1e-300));
+            const Agreement ag = agreement(r.m * r.n, [&](int64_t i) { return elem_value(h1.data(), i, cd); },
+                                           [&](int64_t i) { return elem_value(h2.data(), i, cd); });
+            r.max_error = ag.worst;
+            r.rel_error = ag.rel;
             r.checked_rows = r.m;
             // Fast fp8 accumulation (both sides keep fp8-width sums): checked to 25%, which still
             // catches a wrong element (a misread metadata nibble or tile gives errors of order 1).
             const bool fast8 = o.fast_accum && (t == ElemType::e4m3 || t == ElemType::e5m2);
             const double bound = fast8 ? 0.25 : error_bound(cd);
-            r.verified = finite && worst <= bound;
+            r.verified = ag.finite && ag.worst <= bound;
             if (fast8) r.note = "fast fp8 accumulation: checked to 25%";
             if (!r.verified)
               r.note = (r.note.empty() ? "" : r.note + "; ") +
-                       (finite ? "worst element error " + std::to_string(worst) + " above the bound " + std::to_string(bound)
+                       (ag.finite ? "worst element error " + std::to_string(ag.worst) + " above the bound " + std::to_string(bound)
                                : std::string("D holds a non-finite value"));
           }
         }

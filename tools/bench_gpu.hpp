@@ -5,6 +5,7 @@
 #pragma once
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -109,6 +110,30 @@ inline ElemType output_type(ElemType t) {
 // relative; fp8 2^-3 and 2^-2) above the f32 sums' differences.
 inline double error_bound(ElemType d) {
   return d == ElemType::s32 ? 0.0 : d == ElemType::f32 ? 1e-3 : d == ElemType::e4m3 ? 0.13 : d == ElemType::e5m2 ? 0.26 : 2e-2;
+}
+
+// How spmma's D (got(i)) agrees with a reference (want(i)) over `count` elements: the largest
+// |got - want| / (|want| + 1% of max |want|) and the relative L2 error, over the pairs where both
+// are finite; whether every got is finite, and whether got and want are finite at the same places.
+struct Agreement {
+  double worst = 0, rel = 0;
+  bool finite = true, finite_alike = true;
+};
+template <class Got, class Want>
+Agreement agreement(int64_t count, Got&& got, Want&& want) {
+  Agreement a;
+  double scale = 0, num = 0, den = 0;
+  for (int64_t i = 0; i < count; ++i) scale = std::max(scale, std::fabs(want(i)));
+  for (int64_t i = 0; i < count; ++i) {
+    const double x = got(i), y = want(i);
+    a.finite &= std::isfinite(x);
+    a.finite_alike &= std::isfinite(x) == std::isfinite(y);
+    if (!std::isfinite(x) || !std::isfinite(y)) continue;
+    a.worst = std::max(a.worst, std::fabs(x - y) / (std::fabs(y) + 1e-2 * scale + 1e-30));
+    num += (x - y) * (x - y), den += y * y;
+  }
+  a.rel = std::sqrt(num / (den + 1e-300));
+  return a;
 }
 
 // A case that cannot run, or whose D is off by more than its bound, comes back with

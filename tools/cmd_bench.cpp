@@ -25,14 +25,10 @@ namespace spmma::cli {
 
 namespace {
 
-struct BenchRow {
-  int64_t m, n, k;
-  std::string type, backend, kernel, note, d_type, epilogue;
-  bool verified = false;
-  double max_error = 0, spmma_ms = 0, spmma_call_us = 0, spmma_host_us = 0, spmma_tflops = 0, dense_ms = 0;
-  std::optional<double> cublas_tflops, cusparselt_tflops, cpu_dense_tflops;
-  bench::Timing spmma_timing, dense_timing;
-  nlohmann::json peer;  // what the cuSPARSELt record says of itself (torch, cuSPARSELt versions, kernels)
+// A measured row, with what the cuSPARSELt record (--cusparselt-json) says of itself: PyTorch's
+// and cuSPARSELt's versions, the algorithm, the kernels.
+struct BenchRow : bench::Row {
+  nlohmann::json peer;
 };
 
 // "MxNxK,MxNxK": each size a positive decimal integer and nothing else ("64x64x64q", "64x64",
@@ -188,13 +184,8 @@ void register_bench(CLI::App& app) {
     }
     std::vector<BenchRow> rows;
     for (const auto& r : measured) {
-      BenchRow x{r.m, r.n, r.k, r.type, r.backend, r.kernel, r.note};
-      x.verified = r.verified, x.max_error = r.max_error, x.spmma_ms = r.spmma_ms, x.spmma_call_us = r.spmma_call_us;
-      x.spmma_host_us = r.spmma_host_us;
-      x.d_type = r.d_type, x.epilogue = r.epilogue;
-      x.spmma_timing = r.spmma_timing, x.dense_timing = r.dense_timing;
-      x.spmma_tflops = r.spmma_tflops, x.cublas_tflops = r.cublas_tflops, x.cpu_dense_tflops = r.cpu_dense_tflops;
-      x.dense_ms = gpu ? r.cublas_ms : r.cpu_dense_ms;
+      BenchRow x;
+      static_cast<bench::Row&>(x) = r;
       rows.push_back(x);
     }
     if (!o->cusparselt.empty()) {

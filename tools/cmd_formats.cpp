@@ -203,12 +203,8 @@ struct CheckOpts {
   bool json = false, bits = false;
 };
 
-bool ends_with(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
 void run_check(const CheckOpts& o) {
-  if (ends_with(o.in, ".safetensors")) {  // a checkpoint: one report line per tensor (tools/checkpoint.cpp)
+  if (o.in.ends_with(".safetensors")) {  // a checkpoint: one report line per tensor (tools/checkpoint.cpp)
     if (o.bits) fail(Status::invalid_argument, "check: --bits is for .npy input (a .safetensors tensor names its dtype)");
     run_check_checkpoint({o.in, o.type, o.tensors, o.json});
     return;

@@ -99,17 +99,28 @@ def _stream(device: int) -> int:
     return _torch().cuda.current_stream(device).cuda_stream
 
 
-def _empty(like, shape, spmma_type: str):
-    """A new array of `shape` holding spmma_type, from like's framework, on like's device."""
-    name = _OUT_NAMES[spmma_type]
-    if _is_torch(like):
-        torch = _torch()
-        return torch.empty(shape, dtype=getattr(torch, name), device=like.device)
+def _numpy_dtype(spmma_type: str):
+    """numpy's dtype for a type (ml_dtypes' for bfloat16 and fp8, which numpy lacks)."""
     import numpy as np  # noqa: PLC0415
+    name = _OUT_NAMES[spmma_type]
     if name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
         import ml_dtypes  # noqa: PLC0415
-        return np.empty(shape, dtype=getattr(ml_dtypes, name))
-    return np.empty(shape, dtype=np.dtype(name))
+        return np.dtype(getattr(ml_dtypes, name))
+    return np.dtype(name)
+
+
+def _empty(like, shape, spmma_type: str):
+    """A new array of `shape` holding spmma_type, from like's framework, on like's device."""
+    if _is_torch(like):
+        torch = _torch()
+        return torch.empty(shape, dtype=getattr(torch, _OUT_NAMES[spmma_type]), device=like.device)
+    import numpy as np  # noqa: PLC0415
+    return np.empty(shape, dtype=_numpy_dtype(spmma_type))
+
+
+def _strides(a) -> tuple:
+    """An array's strides in elements."""
+    return tuple(a.stride()) if _is_torch(a) else tuple(s // a.itemsize for s in a.strides)
 
 
 def _float32(v, like, n: int, what: str):
@@ -179,8 +190,7 @@ class SparseWeight:
         """The pruned dense weight this one stands for, as a numpy array (ml_dtypes for bf16/fp8)."""
         import numpy as np  # noqa: PLC0415
         bits = np.frombuffer(self._s.dense_bits(), dtype=np.dtype(_RAW[max(1, _spmma.type_bits(self.dtype) // 8)]))
-        out = _empty(np.empty(0), self.shape, "f32" if self.dtype == "tf32" else self.dtype)
-        return bits.reshape(self.shape).view(out.dtype).copy()
+        return bits.reshape(self.shape).view(_numpy_dtype(self.dtype)).copy()
 
 
 def _parse_device(device) -> int:
@@ -253,9 +263,9 @@ def matmul(w: SparseWeight, x, bias=None, activation: str | None = None, out_dty
     x2 = x.reshape(n, k)  # a view where x's layout allows, else a copy (the framework's rule)
     if n == 0:
         return _empty(x, lead + (m,), _out_type(out_dtype, x_type))
-    if x2.ndim != 2 or (tuple(x2.stride()) if _is_torch(x2) else tuple(s // x2.itemsize for s in x2.strides))[1] != 1:
+    ldx, step = (int(v) for v in _strides(x2))
+    if step != 1:
         raise ValueError("matmul: x's last dimension must be contiguous")
-    ldx = int(x2.stride(0)) if _is_torch(x2) else int(x2.strides[0] // x2.itemsize)
     dev = _device(x)
     if dev != w._device:
         raise ValueError(f"matmul: x is on {'cpu' if dev < 0 else f'cuda:{dev}'}, the weight on {w.device}")
@@ -265,8 +275,7 @@ def matmul(w: SparseWeight, x, bias=None, activation: str | None = None, out_dty
     b = _float32(bias, x, m, "bias") if bias is not None else None
     sr = _float32(scale_row, x, m, "scale_row") if scale_row is not None else None
     sc = _float32(scale_col, x, n, "scale_col") if scale_col is not None else None
-    key = (w.dtype, m, k, dev, n, ldx, x_type, y_type, act, b is not None, sr is not None or sc is not None,
-           sr is not None, sc is not None)
+    key = (w.dtype, m, k, dev, n, ldx, x_type, y_type, act, b is not None, sr is not None, sc is not None)
     p = _plan(w, key, lambda: _spmma.plan(w._s, n, 1, ldx, 0, m, 0, x_type, y_type, act, b is not None,
                                           sr is not None, sc is not None))
     ws = None
@@ -277,21 +286,19 @@ def matmul(w: SparseWeight, x, bias=None, activation: str | None = None, out_dty
 
 
 def _out_type(out_dtype, x_type: str) -> str:
+    """spmma's name of an output dtype: a framework dtype, a numpy one, or an spmma name."""
     if out_dtype is None:
         return _default_out(x_type)
     name = str(out_dtype).replace("torch.", "")
     if name in _OUT_NAMES:
         return name
-    for k, v in _OUT_NAMES.items():
-        if v == name and k != "tf32":
-            return k
     try:
         import numpy as np  # noqa: PLC0415
         name = np.dtype(out_dtype).name
-        for k, v in _OUT_NAMES.items():
-            if v == name and k != "tf32":
-                return k
     except TypeError:
         pass
+    for k, v in _OUT_NAMES.items():
+        if v == name and k != "tf32":
+            return k
     raise TypeError(f"matmul: out_dtype {out_dtype!r} is not an spmma output type (float16, bfloat16, float32, "
                     "float8_e4m3fn, float8_e5m2, int8, int32)")
