@@ -24,17 +24,75 @@ enum ActivationCode : int { kActNone = 0, kActRelu = 1, kActGelu = 2 };
 SPMMA_HD inline float fused(float a, float b, float c) { return fmaf(a, b, c); }
 SPMMA_HD inline double fused(double a, double b, double c) { return fma(a, b, c); }
 
-// GELU as x·Φ(x) = x·erfc(−x/√2)/2: erfc keeps its relative accuracy where Φ is tiny (x far
-// below 0), where 1 + erf(x/√2) would cancel to 0 long before x·Φ(x) underflows. Evaluated in
-// double and rounded once into Real: the f32 erfcf of the host's C library and of CUDA differ by
-// a few ulps (CUDA documents 4), which an s8 D would show wherever v lies near a .5 boundary;
-// their double erfc differ by a few ulps of a double, which the rounding to f32 hides (a
-// difference survives only where the exact value lies within those ulps of an f32 rounding
-// boundary, about 2^-26 of the values). So both backends give the same bits.
+// c[0]·x^(N−1) + … + c[N−1] by Horner's rule, every step one fmaf (one rounding, and the same
+// bits on host and device: no contraction left to a compiler).
+template <int N>
+SPMMA_HD inline float horner(float x, const float (&c)[N]) {
+  float p = c[0];
+  for (int i = 1; i < N; ++i) p = fmaf(p, x, c[i]);
+  return p;
+}
+
+// e^(hi + mid + lo) = e·2^k in f32, for a sum from about -125 to 88: hi large (gelu_f32's −x²/2
+// rounded), |mid| < 2 and lo tiny (the parts one f32 cannot hold). The power of two is left to
+// the caller, so that a product with e·2^k below f32's normal range is rounded once, at the end.
+// Range reduction by k = rint(sum·log2 e) with ln 2 in Cody and Waite's two parts: k·ln2_hi is
+// exact (15 significant bits, |k| < 2^8), hi − k·ln2_hi is exact wherever |hi| >= 1 (both are
+// then multiples of hi's last bit, 2^-23 or coarser, and the difference is below 2), and adding mid, which nearly cancels
+// it, is exact too (Sterbenz): r = sum − k·ln 2 carries no rounding of the large parts (rounding
+// them cost up to 4.5 ulps of GELU, measured). Then Taylor to degree 7 on |r| <= 0.347
+// (truncation 7.9e-9 relative, below f32's 6e-8). Only IEEE-rounded operations: host and device
+// give the same bits.
+SPMMA_HD inline float exp_sum(float hi, float mid, float lo, int& k) {
+  const float kf = rintf((hi + mid) * 1.44269502e+00f);
+  const float r = (fmaf(-kf, 6.93145752e-01f, hi) + mid) + fmaf(-kf, 1.42860677e-06f, lo);
+  constexpr float kTaylor[] = {1.98412701e-04f, 1.38888892e-03f, 8.33333377e-03f, 4.16666679e-02f,
+                                1.66666672e-01f, 5.0e-01f, 1.0f, 1.0f};  // 1/7! .. 1/0!
+  k = static_cast<int>(kf);
+  return horner(r, kTaylor);
+}
+
+// GELU(x) = x·Φ(x) = x·erfc(−x/√2)/2 in f32, the same bits on host and device (only IEEE-rounded
+// operations; every multiply-add an explicit fmaf, so no compiler can contract it differently).
+// With z = |x|/√2: erfc(z) = t·exp(−z² + P(y)), t = 2/(2 + z), y = (z − 1.5)/(z + 1.5), P the
+// degree-13 polynomial of codegen/gelu_fit.py (fit error 1.4e-8). −z² enters the exponential
+// exactly, as the two-part x·x (an f32 z² would be off by up to z²·2^-24 absolute, 100 ulps of
+// the result at z = 10); erfc keeps its relative accuracy where Φ is tiny (x far below 0), where
+// 1 + erf(x/√2) cancels. Error against the exact value: at most kGeluMaxUlps ulps over every f32
+// (5.39 measured over all of them, at x = −7.13: the roundings of t, of P, of the Taylor sum and
+// of the products add up;
+// MatmulCpu.GeluF32IsAccurate holds the bound); y = 2·|x|/(|x| + 1.5√2) − 1 rather than
+// (|x| − 1.5√2)/(|x| + 1.5√2), which cost 4.9 ulps near x = 0 (y's error times P' ≈ 0.7). It replaced an
+// evaluation in double whose FP64 erfc made GELU cost 0.7 ms of the sm90 kernel's 2.5 ms at bf16
+// 8192³ on the H100 (docs/benchmarks.md).
+constexpr double kGeluMaxUlps = 6.0;
+SPMMA_HD inline float gelu_f32(float x) {
+  const float a = fabsf(x);
+  // Beyond 15, Φ(x) is 1 or below f32's smallest subnormal (Φ(−15) = 3.7e-51): x, or −0. −∞·0 and
+  // NaN give NaN, as x·Φ(x) does.
+  if (!(a <= 15.0f)) return x > 0.0f ? x : x * 0.0f;
+  // t and y from |x| itself (t = 2√2/(2√2 + |x|)): a rounded z = |x|/√2 cost up to 1 ulp of GELU.
+  const float t = 2.82842708f / (2.82842708f + a), y = fmaf(2.0f, a / (a + 2.12132025f), -1.0f);
+  constexpr float kP[] = {-5.795021934e-06f, -8.516480011e-05f, -2.195518900e-04f, 1.258557313e-05f,
+                           8.731506532e-04f,  1.250799396e-03f,  -1.031602500e-03f, -5.688469391e-03f,
+                           -4.298663698e-03f, 1.699565724e-02f,  4.118166491e-02f,  -7.036945969e-02f,
+                           -6.692595482e-01f, -5.748763084e-01f};  // P, highest coefficient first
+  const float p = horner(y, kP);
+  const float sq = x * x, sq_lo = fmaf(x, x, -sq);  // x² = sq + sq_lo exactly
+  int k;
+  const float e = exp_sum(-0.5f * sq, p, -0.5f * sq_lo, k);  // Φ(−|x|) = erfc(z)/2 = t·e·2^k/2
+  // ldexpf last (exact, or one rounding into the subnormal range): Φ(x) itself is subnormal below
+  // x = −13.0, where scaling it first lost 8 ulps of GELU's normal results (measured).
+  return x < 0.0f ? ldexpf(x * (0.5f * t) * e, k) : x * (1.0f - ldexpf((0.5f * t) * e, k));
+}
+
+// GELU in the epilogue's arithmetic: gelu_f32 for float; for double (an s32 C or D) the double
+// erfc, whose host and device versions differ by a few ulps of a double, which the rounding to an
+// integer D hides except within those ulps of a .5 boundary (about 2^-26 of the values).
 template <class Real>
 SPMMA_HD inline Real gelu(Real x) {
-  const double t = static_cast<double>(x);
-  return static_cast<Real>(0.5 * t * erfc(t * -0.70710678118654752440));
+  if constexpr (sizeof(Real) == 4) return gelu_f32(x);
+  else return 0.5 * x * erfc(x * -0.70710678118654752440);
 }
 
 template <class Real>

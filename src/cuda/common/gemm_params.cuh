@@ -150,13 +150,17 @@ __device__ __forceinline__ int cd_bytes(CdType t) {
   return t == CdType::f32 || t == CdType::s32 ? 4 : t == CdType::bf16 || t == CdType::f16 ? 2 : 1;
 }
 
-// Whether the row-major vector path applies to runs of n elements: D row-major without C, and
-// every run of n elements starting at a multiple of n aligned for one store of its bytes (16 at
-// most: longer runs are several stores).
-__device__ __forceinline__ bool vector_rows_ok(const Params& p, int n) {
+// Whether runs of n elements along D's contiguous dimension (a row's columns for row-major D, a
+// column's rows for column-major D) starting at a multiple of n can be stored whole: D, its
+// leading dimension and its batch stride aligned for one store of the run's bytes (16 at most:
+// longer runs are several stores).
+__device__ __forceinline__ bool vector_runs_ok(const Params& p, int n) {
   const int eb = cd_bytes(p.d_type), align = min(16, n * eb);
-  return !p.cd_col_major && p.beta == 0.f && reinterpret_cast<uintptr_t>(p.d) % align == 0 &&
-         (p.ldd * eb) % align == 0 && (p.batch_d * eb) % align == 0;
+  return reinterpret_cast<uintptr_t>(p.d) % align == 0 && (p.ldd * eb) % align == 0 && (p.batch_d * eb) % align == 0;
+}
+// The same for the direct row-major path of the plain epilogue (no C).
+__device__ __forceinline__ bool vector_rows_ok(const Params& p, int n) {
+  return !p.cd_col_major && p.beta == 0.f && vector_runs_ok(p, n);
 }
 
 // The plain epilogue (p.plain: alpha = 1, beta = 0, no bias, no activation or ReLU) in the
@@ -255,6 +259,46 @@ __device__ __forceinline__ void store_plain(const Params& p, int64_t idx, const 
     for (int j = 0; j < N; ++j) y[j] = min(max(plain_value(static_cast<int32_t>(raw[j]), relu), lo), hi);
     store_n<N>(p, idx, y);
   }
+}
+
+// The general epilogue (any alpha, beta·C, bias, scale vectors, activation) of N elements that
+// follow each other along D's contiguous dimension from (row, col): columns col .. col+N-1 of
+// row for row-major D, rows row .. row+N-1 of col for column-major D; from their raw
+// accumulator words, each value as epilogue_store computes it, stored whole (vector_runs_ok(p,
+// N), all N inside D). Element by element with a 1- to 4-byte store each, the general epilogue
+// cost 0.75 ms on top of the plain one's 1.03 ms at bf16 8192³ on the H100 (scales + bias,
+// e4m3 D; docs/benchmarks.md).
+template <int N, class Real, class Acc>
+__device__ __forceinline__ void store_general_in(const Params& p, int batch, int row, int col, const uint32_t* raw) {
+  const bool cm = p.cd_col_major;
+  Real v[N];
+#pragma unroll
+  for (int j = 0; j < N; ++j) {
+    const int r = cm ? row + j : row, c = cm ? col : col + j;
+    const Real cv = p.beta != 0.f ? load_c<Real>(p.c_type, p.c, batch * p.batch_c + (cm ? static_cast<int64_t>(c) * p.ldc + r
+                                                                                     : static_cast<int64_t>(r) * p.ldc + c))
+                                  : Real(0);
+    v[j] = detail::epilogue_value<Real>(acc_value<Acc, Real>(raw[j]), scale_of<Real>(p, batch, r, c), p.beta, cv,
+                                        p.bias != nullptr, p.bias ? p.bias[r] : 0.f, p.activation);
+  }
+  const int64_t idx = batch * p.batch_d + (cm ? static_cast<int64_t>(col) * p.ldd + row : static_cast<int64_t>(row) * p.ldd + col);
+  if (p.d_type == CdType::s32 || p.d_type == CdType::s8) {
+    const int32_t lo = p.d_type == CdType::s8 ? -128 : INT32_MIN, hi = p.d_type == CdType::s8 ? 127 : INT32_MAX;
+    int32_t y[N];
+#pragma unroll
+    for (int j = 0; j < N; ++j) y[j] = detail::to_integer_output(v[j], lo, hi);
+    store_n<N>(p, idx, y);
+  } else {
+    float y[N];  // Real is double here only for an s32 C: rounded to f32 first, as store_d does
+#pragma unroll
+    for (int j = 0; j < N; ++j) y[j] = static_cast<float>(v[j]);
+    store_n<N>(p, idx, y);
+  }
+}
+template <int N, class Acc>
+__device__ __forceinline__ void store_general(const Params& p, int batch, int row, int col, const uint32_t* raw) {
+  if (epilogue_in_double(p)) store_general_in<N, double, Acc>(p, batch, row, col, raw);
+  else store_general_in<N, float, Acc>(p, batch, row, col, raw);
 }
 
 }  // namespace spmma::gemm

@@ -5,9 +5,9 @@
 //               D fragment's pairs: 8 rows x 32 bytes per warp store, whole sectors);
 //   plain f32/s32 D, row-major: the same, straight from registers;
 //   any other   through the warp's 16 x 16 scratch block (12 KB beside the stages), one block
-//               at a time: 16-byte row stores for the plain epilogue on row-major D, else one
-//               compact loop of the general epilogue (instead of BlockN/2 unrolled copies of
-//               it), its stores consecutive along D's contiguous dimension.
+//               at a time: 16-byte stores of runs of 8 along D's contiguous dimension, for
+//               either layout and any epilogue (store_block); the edge blocks of D (and D
+//               misaligned for those stores) element by element.
 #pragma once
 #include <cstdint>
 
@@ -17,6 +17,46 @@
 #include "sm90/tiles.hpp"
 
 namespace spmma::sm90 {
+
+// One 16 x 16 block of D (rows row0 .., columns n0 ..) from the warp's scratch, for every case
+// but the plain epilogue on row-major D: as 32 runs of 8 elements along D's contiguous dimension,
+// two per lane (16 rows of 8 + 8 columns for row-major D, 16 columns of 8 + 8 rows for
+// column-major), one 16-byte store (two for a 4-byte D) per run, every 32-byte sector written
+// whole; element by element where the block crosses D's edge or D is misaligned for those stores.
+// Element by element everywhere, the general epilogue (scales + bias, e4m3 D) took 1.78 ms where
+// the plain one took 1.03 ms at bf16 8192³ on the H100 (docs/benchmarks.md). Not inlined: one
+// copy per kernel rather than BlockN/16 unrolled copies of the general epilogue, GELU included.
+template <class Acc>
+__device__ __noinline__ void store_block(const gemm::Params& p, const uint32_t* scratch, int batch, int row0, int n0) {
+  constexpr int kChunk = kEpilogueChunk, kLd = kEpilogueLd;
+  const int lane = threadIdx.x % 32;
+  if (gemm::vector_runs_ok(p, 8) && (p.cd_col_major ? row0 + kChunk <= p.m : n0 + kChunk <= p.n)) {
+    const int r = lane / 2, half = lane % 2;  // the run: row r (column r) of the block, its half
+    const int row = p.cd_col_major ? row0 + 8 * half : row0 + r, col = p.cd_col_major ? n0 + r : n0 + 8 * half;
+    if (row >= p.m || col >= p.n) return;
+    alignas(16) uint32_t v[8];
+    if (p.cd_col_major) {
+#pragma unroll
+      for (int i = 0; i < 8; ++i) v[i] = scratch[(8 * half + i) * kLd + r];
+    } else {
+      const uint4* in = reinterpret_cast<const uint4*>(scratch + r * kLd + 8 * half);
+      *reinterpret_cast<uint4*>(v) = in[0], *reinterpret_cast<uint4*>(v + 4) = in[1];
+    }
+    if (p.plain) {
+      const int64_t idx = batch * p.batch_d + (p.cd_col_major ? static_cast<int64_t>(col) * p.ldd + row
+                                                              : static_cast<int64_t>(row) * p.ldd + col);
+      gemm::store_plain<8, Acc>(p, idx, v);
+    } else {
+      gemm::store_general<8, Acc>(p, batch, row, col, v);
+    }
+    return;
+  }
+  for (int i = lane; i < kChunk * kChunk; i += 32) {
+    const int r = p.cd_col_major ? i % kChunk : i / kChunk, col = p.cd_col_major ? i / kChunk : i % kChunk;
+    const int row = row0 + r, n = n0 + col;
+    if (row < p.m && n < p.n) gemm::epilogue_store<Acc>(p, batch, row, n, scratch[r * kLd + col]);
+  }
+}
 
 // Math warpgroup c's part of D (rows 64c .. 64c + 63 of the tile). Accumulator e of this thread
 // is row 16·warp + g + 8((e/2)%2), column 8(e/4) + 2t + e%2 (the wgmma D fragment).
@@ -62,11 +102,11 @@ __device__ __forceinline__ void epilogue(const Acc (&acc)[BlockN / 2], uint32_t*
     return;
   }
 
-  // Blocks of 16 columns through the warp's scratch: accumulators 8k .. 8k + 7 (rows g, g + 8;
-  // columns 16k + 8(j/4) + 2t + j%2) in, then out along D's rows or columns. The plain epilogue
-  // on row-major D leaves a block as 16 rows of 8 + 8 columns, one 16-byte store (or two: f32)
-  // per lane and every 32-byte sector written whole: straight from the fragment's pairs, each
-  // store wrote half a sector, and the H100 measured 6-18% slower at 8192^3 and 4096^3.
+  // Blocks of 16 x 16 through the warp's scratch: accumulators 8k .. 8k + 7 (rows g, g + 8;
+  // columns 16k + 8(j/4) + 2t + j%2) in, then out by store_block, or here, inlined, for the plain
+  // epilogue on row-major D: 16 rows of 8 + 8 columns, one 16-byte store (or two: f32) per lane
+  // and every 32-byte sector written whole (straight from the fragment's pairs, each store wrote
+  // half a sector, and the H100 measured 6-18% slower at 8192^3 and 4096^3).
   constexpr int kChunk = kEpilogueChunk, kLd = kEpilogueLd;
   const bool rows8 = p.plain && gemm::vector_rows_ok(p, 8);
 #pragma unroll
@@ -89,12 +129,7 @@ __device__ __forceinline__ void epilogue(const Acc (&acc)[BlockN / 2], uint32_t*
       }
       continue;
     }
-#pragma unroll 1
-    for (int i = lane; i < kChunk * kChunk; i += 32) {
-      const int r = p.cd_col_major ? i % kChunk : i / kChunk, col = p.cd_col_major ? i / kChunk : i % kChunk;
-      const int row = row0 + r, n = n0 + col;
-      if (row < p.m && n < p.n) gemm::epilogue_store<Acc>(p, w.batch, row, n, scratch[r * kLd + col]);
-    }
+    store_block<Acc>(p, scratch, w.batch, row0, n0);
   }
 }
 

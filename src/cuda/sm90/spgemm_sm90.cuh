@@ -33,7 +33,7 @@ namespace spmma::sm90 {
 template <ElemType A, ElemType B, int BlockN, bool Promote>
 __global__ void __launch_bounds__(kThreads, 1)
     spgemm_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b,
-                  const __grid_constant__ CUtensorMap tm_meta, const gemm::Params p) {
+                  const __grid_constant__ CUtensorMap tm_meta, const __grid_constant__ gemm::Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using F = Form<A, B>;
   using State = gemm::PipelineState<Smem<BlockN>::kStages>;
