@@ -108,6 +108,7 @@ TEST_F(CliErrors, BenchRecordsCarryProvenanceAndDispersion) {
   const auto& row = arr[0];
   EXPECT_EQ(row["epilogue"], "bias+gelu");
   EXPECT_EQ(row["d_type"], "f32");
+  EXPECT_EQ(row["d_order"], "row");
   EXPECT_TRUE(row["verified"].get<bool>()) << row;
   const auto& p = row["provenance"];
   EXPECT_EQ(p["version"], std::string(spmma::version()));
@@ -125,6 +126,10 @@ TEST_F(CliErrors, BenchRecordsCarryProvenanceAndDispersion) {
     EXPECT_LE(t["median"].get<double>(), t["p90"].get<double>()) << side;
   }
   EXPECT_DOUBLE_EQ(row["timing_ms"]["spmma"]["median"].get<double>(), row["spmma_ms"].get<double>());
+  // A column-major D is the GPU path's alone: refused on the CPU, by name.
+  const CliResult col = run("bench --cpu --reps 1 --types bf16 --shapes 64x16x64 --d-order col");
+  EXPECT_NE(col.code, 0);
+  EXPECT_NE(col.err.find("--d-order col is timed on the GPU only"), std::string::npos) << col.err;
 }
 
 // A row that is not verified makes bench fail (status 1) and name the row; the table, the JSON

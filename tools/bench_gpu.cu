@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <new>
 #include <string>
 #include <vector>
@@ -203,14 +204,23 @@ void verify_rows_on_cpu(Row& r, const MatmulDesc& d, const Buf& a, const Buf& b,
   const int bits = memory_bits(d.a_type), cb = memory_bits(d.d_type) / 8;
   const size_t a_row = static_cast<size_t>(d.k * bits / 8), d_row = static_cast<size_t>(d.n * cb);
   std::vector<uint8_t> ha(rows.size() * a_row), hd(rows.size() * d_row), hb = b.download();
+  // A column-major D: the sampled rows gathered from the whole of it (row i is every M-th element).
+  const bool cm = d.cd_order == Order::col_major;
+  const std::vector<uint8_t> whole = cm ? d1.download() : std::vector<uint8_t>();
   std::vector<float> bias, srow;
   for (size_t s = 0; s < rows.size(); ++s) {
     check(cudaMemcpy(ha.data() + s * a_row, a.ptr + rows[s] * a_row, a_row, cudaMemcpyDeviceToHost), "verify: A row");
-    check(cudaMemcpy(hd.data() + s * d_row, d1.ptr + rows[s] * d_row, d_row, cudaMemcpyDeviceToHost), "verify: D row");
+    if (cm) {
+      for (int64_t j = 0; j < d.n; ++j)
+        std::memcpy(hd.data() + s * d_row + j * cb, whole.data() + (j * d.m + rows[s]) * cb, static_cast<size_t>(cb));
+    } else {
+      check(cudaMemcpy(hd.data() + s * d_row, d1.ptr + rows[s] * d_row, d_row, cudaMemcpyDeviceToHost), "verify: D row");
+    }
     if (ed) bias.push_back(ed->bias[static_cast<size_t>(rows[s])]), srow.push_back(ed->scale_rows[static_cast<size_t>(rows[s])]);
   }
   MatmulDesc sub = d;
   sub.m = static_cast<int64_t>(rows.size());
+  sub.cd_order = Order::row_major;
   Handle cpu(Device::cpu);
   SparseMatrix sa = compress(cpu, sub, ha.data(), 0, 0, PruneMode::check);
   std::vector<uint8_t> ref(hd.size());
@@ -252,11 +262,13 @@ std::vector<Row> run_gpu(const Options& o) {
       const bool custom = !o.epilogue.plain() || cd != dense_cd;
       r.d_type = std::string(type_name(cd));
       r.epilogue = o.epilogue.text();
+      r.d_order = o.d_col_major ? "col" : "row";
       MatmulDesc d;
       d.m = r.m, d.n = r.n, d.k = r.k;
       d.a_type = d.b_type = t;
       d.c_type = d.d_type = cd;
       d.b_order = Order::col_major;
+      d.cd_order = o.d_col_major ? Order::col_major : Order::row_major;
       d.fast_accumulation = o.fast_accum;
       d.bias = o.epilogue.bias, d.activation = o.epilogue.act;
       d.scale_rows = d.scale_cols = o.epilogue.scales;
@@ -355,7 +367,9 @@ std::vector<Row> run_gpu(const Options& o) {
             std::vector<uint8_t> h1(static_cast<size_t>(r.m * r.n * cb)), h2(h1.size());  // cb == dense_cb here
             check(cudaMemcpy(h1.data(), d1.ptr, h1.size(), cudaMemcpyDeviceToHost), "download");
             check(cudaMemcpy(h2.data(), d2.ptr, h2.size(), cudaMemcpyDeviceToHost), "download");
-            const Agreement ag = agreement(r.m * r.n, [&](int64_t i) { return elem_value(h1.data(), i, cd); },
+            // cuBLAS's D is row-major; spmma's element (i / N, i % N) of a column-major D lies at (i % N)·M + i / N.
+            const auto at = [&](int64_t i) { return o.d_col_major ? (i % r.n) * r.m + i / r.n : i; };
+            const Agreement ag = agreement(r.m * r.n, [&](int64_t i) { return elem_value(h1.data(), at(i), cd); },
                                            [&](int64_t i) { return elem_value(h2.data(), i, cd); });
             r.max_error = ag.worst;
             r.rel_error = ag.rel;

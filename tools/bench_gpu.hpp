@@ -32,6 +32,7 @@ struct Row {
   std::string type;        // A/B type
   std::string d_type;      // D's type (output_type(type), or Epilogue::out)
   std::string epilogue = "plain";  // Epilogue::text()
+  std::string d_order = "row";     // D row-major (M x N) or "col" (column-major: Y = X·Wᵀ row-major)
   std::string backend;     // "gpu" or "cpu"
   bool verified = false;   // spmma's D agreed with the dense reference
   double max_error = 0;    // largest |spmma - reference| / (|reference| + 1% of max |reference|)
@@ -94,6 +95,9 @@ struct Options {
   // Pins for the GPU plan (PlanOptions); the CPU path refuses them.
   PlanOptions plan;
   Epilogue epilogue;
+  // D column-major (`--d-order col`): stored N x M, i.e. Y = X·Wᵀ row-major, the layout of a
+  // linear layer's output and of the Python package's matmul.
+  bool d_col_major = false;
 };
 
 // D's type for A/B of type t (as cuBLAS computes the dense baseline): f16 -> f16, bf16 -> bf16,

@@ -86,7 +86,7 @@ void register_bench(CLI::App& app) {
     int tile_n = 0, splits = 0, group_m = 0, cluster_m = 0;
     std::string grid = "auto";
     bool bias = false, scales = false;
-    std::string activation = "none", out;
+    std::string activation = "none", out, d_order = "row";
   };
   auto o = std::make_shared<Opts>();
   cmd->add_option("--shapes", o->shapes,
@@ -117,6 +117,10 @@ void register_bench(CLI::App& app) {
   cmd->add_flag("--bias", o->bias, "Add a bias vector (one f32 per row of D) in spmma's epilogue");
   cmd->add_option("--activation", o->activation, "Activation in spmma's epilogue: none (default), relu or gelu")
       ->check(CLI::IsMember({"none", "relu", "gelu"}));
+  cmd->add_option("--d-order", o->d_order,
+                  "D's layout: row (default; M x N) or col (column-major, i.e. Y = X·Wᵀ row-major: a linear layer's "
+                  "output, and the Python package's)")
+      ->check(CLI::IsMember({"row", "col"}));
   cmd->add_flag("--scales", o->scales, "Multiply by per-row and per-column scale vectors in spmma's epilogue");
   cmd->add_option("--out", o->out,
                   "spmma's D type (default: bf16 for bf16 and fp8, f16, f32 for tf32, s32 for integers; also e4m3, "
@@ -168,6 +172,7 @@ void register_bench(CLI::App& app) {
     bo.epilogue.bias = o->bias, bo.epilogue.scales = o->scales;
     bo.epilogue.act = o->activation == "relu" ? Activation::relu : o->activation == "gelu" ? Activation::gelu : Activation::none;
     if (!o->out.empty()) bo.epilogue.out = parse_elem_type_or_throw(o->out);
+    bo.d_col_major = o->d_order == "col";
     std::vector<bench::Row> measured;
     std::string device;
     if (gpu) {
@@ -176,6 +181,7 @@ void register_bench(CLI::App& app) {
       measured = bench::run_gpu(bo);
 #endif
     } else {
+      if (bo.d_col_major) fail(Status::not_supported, "bench: --d-order col is timed on the GPU only (the CPU path checks a row-major D)");
       std::cerr << "spmma bench: no GPU (" << why << "): timing the CPU path\n";
       device = "CPU";
       bo.warmup = 1;
@@ -226,6 +232,7 @@ void register_bench(CLI::App& app) {
                      {"cublas_tflops", opt(r.cublas_tflops)}, {"cusparselt_tflops", opt(r.cusparselt_tflops)},
                      {"cpu_dense_tflops", opt(r.cpu_dense_tflops)},
                      {"kernel", r.kernel}, {"note", r.note}, {"d_type", r.d_type}, {"epilogue", r.epilogue},
+                     {"d_order", r.d_order},
                      {"fast_accum", o->fast_accum},
                      {"timing_ms", {{"spmma", timing(r.spmma_timing)}, {gpu ? "cublas" : "cpu_dense", timing(r.dense_timing)}}},
                      {"cusparselt_record", r.peer.is_null() ? nlohmann::json(nullptr) : r.peer},
