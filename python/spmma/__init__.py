@@ -12,12 +12,17 @@ builtin type. Outputs and workspaces are allocated by that framework (``numpy.em
 PyTorch's current stream of that device. Nothing here links against PyTorch: one build of spmma
 serves every torch.
 
+PyTorch's side (the custom op ``torch.ops.spmma.sparse_linear``, ``SparseLinear``, ``sparsify_``):
+``spmma.torch``, which imports torch; this module does not.
+
 Errors: ``ValueError`` for a bad argument or a weight that breaks its pattern,
 ``NotImplementedError`` for a combination spmma does not run, ``RuntimeError`` for CUDA; each
 with spmma's message (docs/python.md).
 """
 from __future__ import annotations
 
+import atexit
+import sys
 from collections import OrderedDict
 
 from . import _spmma
@@ -47,8 +52,10 @@ def _torch():
 
 
 def _is_torch(a) -> bool:
-    t = type(a)
-    return t.__module__.startswith("torch") and t.__name__ in ("Tensor", "Parameter")
+    # Any torch.Tensor, subclasses included (Parameter, buffers, FakeTensor): an object can only be
+    # one if torch is already imported, so this never imports torch itself.
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(a, torch.Tensor)
 
 
 # spmma's name of each framework dtype (float32 is read as tf32, as the tensor cores read it).
@@ -68,11 +75,16 @@ _RAW = {1: "uint8", 2: "int16", 4: "int32"}  # raw views by element size
 
 def _spmma_type(a, what: str) -> str:
     """spmma's name of an input's dtype (a weight's or x's: int32 is an output type only)."""
-    name = str(a.dtype).replace("torch.", "")
-    table = {k: v for k, v in (_TORCH_TYPES if _is_torch(a) else _NUMPY_TYPES).items() if v != "s32"}
-    if name not in table:
-        raise TypeError(f"{what}: dtype {a.dtype} is not an spmma input type (use one of {', '.join(sorted(table))})")
-    return table[name]
+    return _input_type(a.dtype, what, _TORCH_TYPES if _is_torch(a) else _NUMPY_TYPES)
+
+
+def _input_type(dtype, what: str, table=_TORCH_TYPES) -> str:
+    """spmma's name of an input dtype (a framework dtype, by its name), or TypeError naming it."""
+    name = str(dtype).replace("torch.", "")
+    inputs = {k: v for k, v in table.items() if v != "s32"}
+    if name not in inputs:
+        raise TypeError(f"{what}: dtype {dtype} is not an spmma input type (use one of {', '.join(sorted(inputs))})")
+    return inputs[name]
 
 
 def _raw(a):
@@ -177,10 +189,13 @@ class SparseWeight:
         if state.get("format") != cls.FORMAT:
             raise ValueError(f"SparseWeight.from_state: format {state.get('format')!r}, expected {cls.FORMAT!r}")
         rows, k = (int(x) for x in state["shape"])
-        dev = _parse_device(device)
-        s = _spmma.from_host(state["type"], rows, k, bytes(memoryview(state["values"])),
-                             bytes(memoryview(state["metadata"])), dev)
-        return cls(s, state["type"], (rows, k), dev)
+        return cls._from_bytes(state["type"], rows, k, bytes(memoryview(state["values"])),
+                               bytes(memoryview(state["metadata"])), _parse_device(device))
+
+    @classmethod
+    def _from_bytes(cls, dtype: str, rows: int, k: int, values: bytes, metadata: bytes, device: int) -> "SparseWeight":
+        """From the host form of state() (values and metadata as bytes) onto `device` (-1: the CPU)."""
+        return cls(_spmma.from_host(dtype, rows, k, values, metadata, device), dtype, (rows, k), device)
 
     def to(self, device: str) -> "SparseWeight":
         dev = _parse_device(device)
@@ -189,8 +204,13 @@ class SparseWeight:
     def dense(self):
         """The pruned dense weight this one stands for, as a numpy array (ml_dtypes for bf16/fp8)."""
         import numpy as np  # noqa: PLC0415
-        bits = np.frombuffer(self._s.dense_bits(), dtype=np.dtype(_RAW[max(1, _spmma.type_bits(self.dtype) // 8)]))
+        bits = np.frombuffer(self._s.dense_bits(), dtype=np.dtype(_RAW[self.element_bytes]))
         return bits.reshape(self.shape).view(_numpy_dtype(self.dtype)).copy()
+
+    @property
+    def element_bytes(self) -> int:
+        """Bytes per element of the weight's type as the frameworks hold it."""
+        return max(1, _spmma.type_bits(self.dtype) // 8)
 
 
 def _parse_device(device) -> int:
@@ -221,6 +241,10 @@ def compress(weight, prune: str = "magnitude") -> SparseWeight:
 
 _PLANS: OrderedDict = OrderedDict()
 _MAX_PLANS = 256
+# Plans are freed before the interpreter tears the extension down: a plan still cached then (when
+# something, e.g. torch.compile's caches, keeps this module alive to the end) would be reported
+# by nanobind as a leak, and a GPU plan would outlive its CUDA context.
+atexit.register(_PLANS.clear)
 
 
 def _plan(w: SparseWeight, key: tuple, make):

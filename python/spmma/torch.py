@@ -1,0 +1,569 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""spmma.torch: spmma's 2:4 sparse linear layer for PyTorch (docs/python.md, "PyTorch").
+
+    import spmma.torch as st
+    layer = st.SparseLinear.from_dense(nn.Linear(4096, 4096).half())   # prune to 2:4, compress
+    st.sparsify_(model)                                                  # every nn.Linear it can
+    y = layer(x)                                                         # torch.ops.spmma.sparse_linear
+
+The product is the custom op ``spmma::sparse_linear`` (``torch.library.custom_op``) with a fake
+(meta) kernel, so ``torch.compile(fullgraph=True)`` traces through it and CUDA graphs capture it.
+The compressed weight is two uint8 tensors in spmma's host interchange layout
+(``SparseWeight.state()``, docs/layouts.md): ``values`` (out_features x value bytes per row) and
+``metadata`` (out_features x metadata bytes per row). A ``SparseLinear`` holds them as buffers,
+so ``state_dict()``, ``load_state_dict()``, ``.to()`` and ``.cuda()`` work as for any module.
+
+spmma's kernels read a ``SparseWeight`` (memory spmma allocates itself, in the kernels' own layout
+on a GPU), not framework tensors, so the op builds one from the two tensors and caches it (one
+per pair of tensors: building one goes through host memory and took 0.7 s for a 4096 x 4096
+float16 weight on the development machine's CPU, where a cache hit takes a few µs and the product
+of one row with it 0.23 s). The cache follows the tensors' lifetime and in-place writes (see
+``_weight``). The cost: the compressed weight is held twice on its device (the buffers and
+spmma's copy).
+
+Importing this module imports torch; ``import spmma`` alone does not.
+"""
+import atexit
+import logging
+import math
+import threading
+import weakref
+from typing import Callable, Optional
+
+import torch
+from torch import Tensor, nn
+
+from . import (_OUT_NAMES, SparseWeight, _input_type, _out_type, _spmma, compress, matmul)
+
+__all__ = ["SparseLinear", "sparsify_", "sparse_linear", "to_semi_structured", "dense_weight"]
+
+_log = logging.getLogger(__name__)
+
+
+def _dtype_of(spmma_type: str) -> torch.dtype:
+    """The torch dtype holding a type's values (tf32 in float32)."""
+    return getattr(torch, _OUT_NAMES[spmma_type])
+
+
+def _check_activation(activation: Optional[str], what: str) -> Optional[str]:
+    if activation not in (None, "relu", "gelu"):
+        raise ValueError(f"{what}: activation = {activation!r} (use None, 'relu' or 'gelu')")
+    return activation
+
+
+_SUPPORTED: dict = {}
+
+
+def _supported(device_type: str) -> set:
+    """(weight, x, out) spmma type triples the device runs (the library's list, read once)."""
+    if device_type not in _SUPPORTED:
+        _SUPPORTED[device_type] = set(_spmma.supported_types("cuda" if device_type == "cuda" else "cpu"))
+    return _SUPPORTED[device_type]
+
+
+def _check(x: Tensor, values: Tensor, metadata: Tensor, weight_type: str, in_features: int, bias, activation,
+           out_dtype, scale_row, scale_col) -> tuple[int, str]:
+    """What the op can check from metadata alone (shapes, dtypes, devices): shared by the real
+    kernel and the fake one, so that torch.compile reports a bad call where it is traced.
+    Returns (out_features, the output's spmma type)."""
+    what = "spmma::sparse_linear"
+    for t, name in ((values, "values"), (metadata, "metadata")):
+        if t.dtype != torch.uint8 or t.dim() != 2:
+            raise ValueError(f"{what}: {name} must be a 2-D uint8 tensor (rows of the compressed weight's bytes, "
+                             f"SparseLinear's buffers), it is {t.dim()}-D {t.dtype}")
+        if t.device != x.device:
+            raise ValueError(f"{what}: x is on {x.device}, the weight's {name} on {t.device}")
+    m = int(values.shape[0])
+    if int(metadata.shape[0]) != m:
+        raise ValueError(f"{what}: values has {m} rows, metadata {int(metadata.shape[0])}: "
+                         "they must be the same weight's")
+    if x.dim() < 1 or int(x.shape[-1]) != in_features:
+        raise ValueError(f"{what}: x has shape {tuple(x.shape)}, its last dimension must be "
+                         f"in_features = {in_features}")
+    x_type = _input_type(x.dtype, f"{what}: x")
+    _input_type(_dtype_of(weight_type), f"{what}: the weight")
+    y_type = _out_type(out_dtype, x_type)
+    ok = _supported(x.device.type)
+    if not ok:
+        raise NotImplementedError(f"{what}: this spmma build runs nothing on {x.device.type} "
+                                  f"(spmma.build_info(): {_spmma.build_info()})")
+    if (weight_type, x_type, "f32" if y_type == "tf32" else y_type) not in ok:
+        xs = sorted({str(_dtype_of(b)) for a, b, _ in ok if a == weight_type})
+        raise NotImplementedError(
+            f"{what}: x of dtype {x.dtype} with a {_dtype_of(weight_type)} ({weight_type}) weight, output "
+            f"{_dtype_of(y_type)}: spmma does not run this combination on {x.device.type} (x may be "
+            f"{', '.join(xs) or 'nothing'}; cast x, or sparsify the layer in x's dtype)")
+    _check_activation(activation, what)
+    for v, name in ((bias, "bias"), (scale_row, "scale_row")):
+        if v is not None and v.numel() != m:
+            raise ValueError(f"{what}: {name} has {v.numel()} values, the weight has out_features = {m}")
+    if scale_col is not None and scale_col.numel() != math.prod(x.shape[:-1]):
+        raise ValueError(f"{what}: scale_col has {scale_col.numel()} values, x has {math.prod(x.shape[:-1])} rows")
+    return m, y_type
+
+
+# ---------------------------------------------------------------- the weight cache
+#
+# One SparseWeight per (values, metadata) pair, built on first use. Keyed on what identifies the
+# memory (device, data pointers, shapes, type) and checked against the tensors' version counters,
+# which every in-place write bumps (load_state_dict copies into the buffers in place): a write
+# makes the next call rebuild. An entry lives as long as both tensors' storages: a finalizer on
+# each storage drops it, so memory freed and reused by another tensor can never find a stale
+# entry. A weight a CUDA graph captured stays alive until its storage dies even after a rebuild
+# replaces it (the graph replays the kernels with its address): replacing it would free memory
+# the graph still reads.
+
+class _Entry:
+    __slots__ = ("weight", "versions", "captured")
+
+    def __init__(self, weight: SparseWeight, versions: tuple, captured: bool):
+        self.weight, self.versions, self.captured = weight, versions, captured
+
+
+_CACHE: dict = {}
+_RETIRED: dict = {}  # key -> weights replaced after a CUDA graph captured them
+_LOCK = threading.Lock()
+
+
+@atexit.register
+def _clear() -> None:  # spmma's weights go before the extension and the CUDA context (see spmma._PLANS)
+    with _LOCK:
+        _CACHE.clear()
+        _RETIRED.clear()
+
+
+def _key(values: Tensor, metadata: Tensor, weight_type: str, in_features: int) -> tuple:
+    return (str(values.device), weight_type, in_features) + tuple(
+        (t.data_ptr(), tuple(t.shape), tuple(t.stride())) for t in (values, metadata))
+
+
+def _versions(values: Tensor, metadata: Tensor) -> tuple:
+    try:
+        return values._version, metadata._version
+    except RuntimeError:  # inference tensors keep none (and cannot be written outside inference mode)
+        return None, None
+
+
+def _evict(key: tuple) -> None:
+    with _LOCK:
+        _CACHE.pop(key, None)
+        _RETIRED.pop(key, None)
+
+
+def _store(key: tuple, values: Tensor, metadata: Tensor, entry: _Entry) -> None:
+    with _LOCK:
+        old = _CACHE.get(key)
+        _CACHE[key] = entry
+        if old is not None and old.captured:
+            _RETIRED.setdefault(key, []).append(old.weight)
+    if old is None:
+        for t in (values, metadata):
+            weakref.finalize(t.untyped_storage(), _evict, key)
+
+
+def _weight(values: Tensor, metadata: Tensor, weight_type: str, in_features: int) -> SparseWeight:
+    """The SparseWeight the two tensors hold, from the cache or built (and cached)."""
+    key = _key(values, metadata, weight_type, in_features)
+    versions = _versions(values, metadata)
+    capturing = values.is_cuda and torch.cuda.is_current_stream_capturing()
+    with _LOCK:
+        e = _CACHE.get(key)
+        if e is not None and e.versions == versions:
+            e.captured = e.captured or capturing
+            return e.weight
+    if capturing:
+        raise RuntimeError(
+            "spmma::sparse_linear: this weight was first used during CUDA-graph capture; spmma builds its copy of "
+            "the weight through host memory, which capture forbids: run the layer once outside the capture first "
+            "(a warm-up), and again after changing its buffers")
+    dev = -1 if values.device.type == "cpu" else values.device.index if values.device.index is not None else 0
+    host = [t.detach().to("cpu").contiguous().numpy().tobytes() for t in (values, metadata)]
+    w = SparseWeight._from_bytes(weight_type, int(values.shape[0]), in_features, host[0], host[1], dev)
+    _store(key, values, metadata, _Entry(w, versions, False))
+    return w
+
+
+def _prime(values: Tensor, metadata: Tensor, weight_type: str, in_features: int, w: SparseWeight) -> None:
+    """Cache a SparseWeight already at hand for the tensors made from it (no rebuild on first use)."""
+    _store(_key(values, metadata, weight_type, in_features), values, metadata,
+           _Entry(w, _versions(values, metadata), False))
+
+
+def _buffers(w: SparseWeight, device) -> tuple[Tensor, Tensor]:
+    """A SparseWeight's host form as two uint8 tensors of one row per output feature, on `device`."""
+    st = w.state()
+    rows = w.shape[0]
+    return tuple(torch.from_numpy(st[k]).reshape(rows, -1).to(device) for k in ("values", "metadata"))
+
+
+# ---------------------------------------------------------------- the op
+
+@torch.library.custom_op("spmma::sparse_linear", mutates_args=())
+def sparse_linear(x: Tensor, values: Tensor, metadata: Tensor, weight_type: str, in_features: int,
+                  bias: Optional[Tensor] = None, activation: Optional[str] = None,
+                  out_dtype: Optional[torch.dtype] = None, scale_row: Optional[Tensor] = None,
+                  scale_col: Optional[Tensor] = None) -> Tensor:
+    """y = act(scale_row ⊗ scale_col ∘ (x @ Wᵀ) + bias) for x (..., in_features); y (..., out_features).
+
+    W is the compressed weight: ``values`` and ``metadata`` (uint8, one row per output feature, the
+    host layout of docs/layouts.md, as SparseLinear holds them), ``weight_type`` its spmma type
+    name ("f16", "bf16", "tf32", "e4m3", "e5m2", "s8", "u8"). The rest as ``spmma.matmul``.
+    """
+    _check(x, values, metadata, weight_type, in_features, bias, activation, out_dtype, scale_row, scale_col)
+    w = _weight(values, metadata, weight_type, in_features)
+    if x.stride(-1) != 1:  # F.linear takes any strides: so does this (one copy)
+        x = x.contiguous()
+    return matmul(w, x, bias=bias, activation=activation, out_dtype=out_dtype, scale_row=scale_row,
+                  scale_col=scale_col)
+
+
+@sparse_linear.register_fake
+def _sparse_linear_fake(x, values, metadata, weight_type, in_features, bias=None, activation=None, out_dtype=None,
+                        scale_row=None, scale_col=None):
+    m, y_type = _check(x, values, metadata, weight_type, in_features, bias, activation, out_dtype, scale_row,
+                       scale_col)
+    return x.new_empty(tuple(x.shape[:-1]) + (m,), dtype=_dtype_of(y_type))
+
+
+# Gradients for x and bias (a frozen sparse layer inside a model being trained, e.g. with
+# adapters). dX = (dY ∘ act'(Z) ∘ scales) · W with W the pruned dense weight, in float32; the
+# compressed weight has none (its buffers are not parameters).
+
+def _setup_context(ctx, inputs, output):
+    x, values, metadata, weight_type, in_features, bias, activation, out_dtype, scale_row, scale_col = inputs
+    ctx.save_for_backward(x, values, metadata, bias, scale_row, scale_col)
+    ctx.args = (weight_type, in_features, activation)
+
+
+def _backward(ctx, grad):
+    x, values, metadata, bias, scale_row, scale_col = ctx.saved_tensors
+    weight_type, in_features, activation = ctx.args
+    # needs_input_grad covers the arguments given (a traced call leaves out those at their default)
+    need = [i < len(ctx.needs_input_grad) and ctx.needs_input_grad[i] for i in range(10)]
+    if need[8] or need[9]:
+        raise NotImplementedError("spmma::sparse_linear: no gradient for scale_row or scale_col (only x and bias)")
+    m = int(values.shape[0])
+    g = grad.reshape(-1, m).to(torch.float32)
+    if activation is not None:
+        z = sparse_linear(x, values, metadata, weight_type, in_features, bias, None, torch.float32, scale_row,
+                          scale_col).reshape(-1, m)
+        if activation == "relu":
+            g = g * (z > 0)
+        else:  # exact GELU: Φ(z) + z·φ(z)
+            g = g * (0.5 * (1 + torch.erf(z * 0.7071067811865476)) + z * torch.exp(-0.5 * z * z) * 0.3989422804014327)
+    gx = gb = None
+    if need[0]:
+        gs = g
+        if scale_row is not None:
+            gs = gs * scale_row.to(torch.float32).reshape(1, m)
+        if scale_col is not None:
+            gs = gs * scale_col.to(torch.float32).reshape(-1, 1)
+        w = dense_weight(values, metadata, weight_type, in_features).to(torch.float32)
+        if weight_type == "tf32":  # the product read W as tf32 (the low 13 mantissa bits ignored): so does its gradient
+            w = (w.view(torch.int32) & -8192).view(torch.float32)
+        gx = (gs @ w).to(x.dtype).reshape(x.shape)
+    if bias is not None and need[5]:
+        gb = g.sum(0).to(bias.dtype).reshape(bias.shape)
+    return gx, None, None, None, None, gb, None, None, None, None
+
+
+sparse_linear.register_autograd(_backward, setup_context=_setup_context)
+
+
+def dense_weight(values: Tensor, metadata: Tensor, weight_type: str, in_features: int) -> Tensor:
+    """The pruned dense weight (out_features x in_features, in the weight's dtype) that values and
+    metadata stand for, decompressed with torch ops where they live (any device, traceable): the
+    host layout of docs/layouts.md, bit for bit (tests: against SparseWeight.dense's bits)."""
+    m, k = int(values.shape[0]), in_features
+    dtype = _dtype_of(weight_type)
+    size = torch.empty((), dtype=dtype).element_size()
+    raw = {1: torch.uint8, 2: torch.int16, 4: torch.int32}[size]
+    chunk = 2 if weight_type == "tf32" else 4  # 1:2 for tf32, 2:4 for every other type torch holds
+    chunks = k // chunk
+    kept = values.contiguous().view(raw).reshape(m, chunks, chunk // 2)
+    # Nibble c of a row: bits 4(c%4)..4(c%4)+3 of 16-bit word c/4 (little-endian bytes).
+    words = metadata.contiguous().view(torch.int16).to(torch.int32) & 0xFFFF
+    nib = ((words.unsqueeze(-1) >> torch.tensor([0, 4, 8, 12], device=words.device)) & 0xF).reshape(m, -1)[:, :chunks]
+    if chunk == 4:  # stored element j at dense position 4c + bits [2j+1:2j] of the nibble
+        pos = torch.stack((nib & 3, (nib >> 2) & 3), dim=-1)
+    else:  # 0x4: element 0 kept, 0xE: element 1
+        pos = ((nib & 3) >> 1).unsqueeze(-1)
+    dense = torch.zeros((m, chunks, chunk), dtype=raw, device=values.device)
+    dense.scatter_(2, pos.to(torch.int64), kept)
+    return dense.reshape(m, k).view(dtype)
+
+
+# ---------------------------------------------------------------- the layer
+
+class SparseLinear(nn.Module):
+    """y = act(x · Wᵀ + bias) with W compressed to its 2:4 pattern (1:2 for float32, read as tf32).
+
+    ``SparseLinear.from_dense(linear)`` prunes and compresses an nn.Linear (``from_weight`` a
+    weight tensor); ``SparseLinear(in_features, out_features, dtype=...)`` makes an all-zero one to
+    load a state_dict into. The compressed weight is the buffers ``values`` and ``metadata`` (uint8:
+    untouched by ``.half()``/``.to(dtype)``, which cast the bias only: the weight keeps the dtype it
+    was compressed in, and x must match it); the state_dict's ``_extra_state`` records its type and
+    shape. ``bias`` is a Parameter in the weight's dtype (float32 for 8-bit weights), trainable:
+    the op has gradients for x and bias.
+    """
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, *, dtype: torch.dtype = torch.float16,
+                 device=None, activation: Optional[str] = None, out_dtype: Optional[torch.dtype] = None):
+        super().__init__()
+        what = "SparseLinear"
+        weight_type = _input_type(dtype, f"{what}: the weight")
+        # One compressed all-zero row gives a row's sizes and metadata (every row of a zero weight
+        # is the same): spmma's layout, not a copy of it here.
+        row = compress(torch.zeros(1, in_features, dtype=dtype))
+        v_row, m_row = _buffers(row, "cpu")
+        if torch.device(device if device is not None else "cpu").type == "meta":
+            values = torch.empty((out_features, v_row.shape[1]), dtype=torch.uint8, device="meta")
+            metadata = torch.empty((out_features, m_row.shape[1]), dtype=torch.uint8, device="meta")
+        else:
+            values = torch.zeros((out_features, v_row.shape[1]), dtype=torch.uint8, device=device)
+            metadata = m_row.expand(out_features, -1).contiguous().to(device)
+        b = torch.zeros(out_features, dtype=_bias_dtype(dtype), device=device) if bias else None
+        self._init(values, metadata, weight_type, in_features, b, activation, out_dtype)
+
+    def _init(self, values, metadata, weight_type, in_features, bias, activation, out_dtype):
+        self.in_features, self.out_features = int(in_features), int(values.shape[0])
+        self.weight_type = weight_type
+        self.activation = _check_activation(activation, "SparseLinear")
+        if out_dtype is not None and not isinstance(out_dtype, torch.dtype):
+            raise TypeError(f"SparseLinear: out_dtype must be a torch.dtype or None, not {out_dtype!r}")
+        self.out_dtype = out_dtype
+        self.register_buffer("values", values)
+        self.register_buffer("metadata", metadata)
+        self.bias = nn.Parameter(bias) if bias is not None else None
+
+    @property
+    def weight_dtype(self) -> torch.dtype:
+        return _dtype_of(self.weight_type)
+
+    @classmethod
+    def from_weight(cls, weight: Tensor, bias: Optional[Tensor] = None, *, prune: str = "magnitude",
+                    dtype: Optional[torch.dtype] = None, activation: Optional[str] = None,
+                    out_dtype: Optional[torch.dtype] = None) -> "SparseLinear":
+        """From a weight (out_features x in_features; a dense tensor, pruned here, or PyTorch's
+        SparseSemiStructuredTensor) and an optional bias, on the weight's device. dtype: cast the
+        weight first (e.g. float16 for a float32 layer, which would otherwise compress to 1:2 as
+        tf32). prune: "magnitude" (keep the 2 largest of every 4) or "check" (the weight must be
+        2:4 already; ValueError naming the first row and chunk that is not)."""
+        what = "SparseLinear.from_weight"
+        with torch.no_grad():
+            w = weight.detach()
+            if _is_semi_structured(w):
+                w = _semi_structured_dense(w)
+                prune = "check"  # already 2:4: a pruning would be a silent change
+            if w.dim() != 2:
+                raise ValueError(f"{what}: the weight has shape {tuple(w.shape)}, it must be 2-D (out x in features)")
+            if w.device.type == "meta":
+                raise ValueError(f"{what}: the weight is on the meta device (no values to prune): build "
+                                 f"SparseLinear({w.shape[1]}, {w.shape[0]}, device='meta') and load a state_dict")
+            if dtype is not None:
+                w = w.to(dtype)
+            weight_type = _input_type(w.dtype, f"{what}: the weight")
+            sw = compress(w.contiguous(), prune)
+            values, metadata = _buffers(sw, w.device)
+            _prime(values, metadata, weight_type, int(w.shape[1]), sw)
+            b = None
+            if bias is not None:
+                b = bias.detach().to(device=w.device, dtype=_bias_dtype(w.dtype)).clone()
+        m = cls.__new__(cls)
+        nn.Module.__init__(m)
+        m._init(values, metadata, weight_type, int(w.shape[1]), b, activation, out_dtype)
+        return m
+
+    @classmethod
+    def from_dense(cls, linear: nn.Linear, prune: str = "magnitude", *, dtype: Optional[torch.dtype] = None,
+                   activation: Optional[str] = None, out_dtype: Optional[torch.dtype] = None) -> "SparseLinear":
+        """An nn.Linear pruned to 2:4 and compressed (see from_weight); ``linear`` is left as it was."""
+        if not isinstance(linear, nn.Linear):
+            raise TypeError(f"SparseLinear.from_dense: expected an nn.Linear, got {type(linear).__name__}")
+        return cls.from_weight(linear.weight, linear.bias, prune=prune, dtype=dtype, activation=activation,
+                               out_dtype=out_dtype)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return sparse_linear(x, self.values, self.metadata, self.weight_type, self.in_features, self.bias,
+                             self.activation, self.out_dtype)
+
+    def dense_weight(self) -> Tensor:
+        """The pruned dense weight (out_features x in_features) in the weight's dtype, on its device."""
+        return dense_weight(self.values, self.metadata, self.weight_type, self.in_features)
+
+    def sparse_weight(self) -> SparseWeight:
+        """The compressed weight as an spmma.SparseWeight (for spmma.matmul; cached, not a copy)."""
+        return _weight(self.values, self.metadata, self.weight_type, self.in_features)
+
+    def get_extra_state(self) -> dict:
+        # Plain values only, so that torch.load(weights_only=True) reads it.
+        return {"format": SparseWeight.FORMAT, "type": self.weight_type, "shape": [self.out_features, self.in_features]}
+
+    def set_extra_state(self, state) -> None:
+        if not isinstance(state, dict) or state.get("format") != SparseWeight.FORMAT:
+            got = state.get("format") if isinstance(state, dict) else type(state).__name__
+            raise ValueError(f"SparseLinear.load_state_dict: _extra_state format {got!r}, "
+                             f"expected {SparseWeight.FORMAT!r}")
+        shape = [int(v) for v in state["shape"]]
+        if shape != [self.out_features, self.in_features]:
+            raise ValueError(f"SparseLinear.load_state_dict: a {shape[0]} x {shape[1]} weight, this layer is "
+                             f"{self.out_features} x {self.in_features}")
+        t = state.get("type")
+        if t not in _OUT_NAMES or t in ("s32", "f32"):
+            raise ValueError(f"SparseLinear.load_state_dict: weight type {t!r} is not an spmma input type")
+        # The bytes are the buffers' (loaded beside this, or refused for their size): a type of
+        # another width would leave this layer reading them wrongly.
+        if t != self.weight_type and _dtype_of(t).itemsize != self.weight_dtype.itemsize:
+            raise ValueError(f"SparseLinear.load_state_dict: a {_dtype_of(t)} ({t}) weight, this layer holds "
+                             f"{self.weight_dtype} ({self.weight_type}): build it with dtype={_dtype_of(t)}")
+        self.weight_type = t
+
+    def extra_repr(self) -> str:
+        pattern = "1:2" if self.weight_type == "tf32" else "2:4"
+        s = (f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}, "
+             f"weight={str(self.weight_dtype).replace('torch.', '')} {pattern}")
+        if self.activation:
+            s += f", activation={self.activation}"
+        if self.out_dtype is not None:
+            s += f", out_dtype={self.out_dtype}"
+        return s
+
+
+def _bias_dtype(weight_dtype: torch.dtype) -> torch.dtype:
+    """nn.Linear's convention (the bias in the weight's dtype) where that is a float type torch
+    computes in; float32 for 8-bit weights (spmma reads every bias as float32)."""
+    return weight_dtype if weight_dtype in (torch.float16, torch.bfloat16, torch.float32) else torch.float32
+
+
+# ---------------------------------------------------------------- models
+
+def sparsify_(model: nn.Module, filter_fn: Optional[Callable[[nn.Module, str], bool]] = None, *,
+              prune: str = "magnitude", dtype: Optional[torch.dtype] = None,
+              report: Optional[dict] = None) -> nn.Module:
+    """Replace nn.Linear layers of `model` in place by SparseLinear; returns `model`.
+
+    filter_fn(module, qualified_name) picks the layers; a layer it picks that spmma cannot take
+    raises (the error names the layer). Without it, every nn.Linear is tried and those spmma
+    cannot take are skipped: an unsupported dtype or shape, a subclass of nn.Linear (its owner may
+    read .weight itself, as nn.MultiheadAttention does its out_proj's), a weight shared with
+    another module (tied: replacing it would untie them). `report`, where given, receives
+    {"replaced": [names], "skipped": {name: reason}}; skipped layers are also logged (INFO).
+    prune and dtype: as SparseLinear.from_weight.
+    """
+    if isinstance(model, nn.Linear):
+        raise ValueError("sparsify_: the model itself is an nn.Linear (nothing holds it to replace it in): "
+                         "use SparseLinear.from_dense(model)")
+    owners: dict = {}  # parameter -> (qualified name, owning module) for every place it is registered
+    for mname, m in model.named_modules(remove_duplicate=False):
+        for pname, p in m.named_parameters(recurse=False):
+            owners.setdefault(id(p), []).append((f"{mname}.{pname}" if mname else pname, m))
+    replaced, skipped, done = [], {}, {}
+    for name, mod in list(model.named_modules(remove_duplicate=False)):
+        if not isinstance(mod, nn.Linear):
+            continue
+        if id(mod) not in done:
+            done[id(mod)] = None
+            if filter_fn is not None:
+                if not filter_fn(mod, name):
+                    continue
+                try:
+                    done[id(mod)] = SparseLinear.from_dense(mod, prune, dtype=dtype)
+                except (TypeError, ValueError, NotImplementedError) as e:
+                    raise type(e)(f"sparsify_: {name}: {e}") from e
+            else:
+                tied = [n for n, owner in owners.get(id(mod.weight), []) if owner is not mod]
+                if type(mod) is not nn.Linear:
+                    skipped[name] = f"a subclass of nn.Linear ({type(mod).__name__}): its owner may read .weight"
+                elif tied:
+                    skipped[name] = f"its weight is shared with {', '.join(tied)} (tied)"
+                else:
+                    try:
+                        done[id(mod)] = SparseLinear.from_dense(mod, prune, dtype=dtype)
+                    except (TypeError, ValueError, NotImplementedError) as e:
+                        skipped[name] = str(e)
+        new = done[id(mod)]
+        if new is not None:
+            parent, _, child = name.rpartition(".")
+            setattr(model.get_submodule(parent) if parent else model, child, new)
+            replaced.append(name)
+    for name, why in skipped.items():
+        _log.info("sparsify_: %s kept dense: %s", name, why)
+    if report is not None:
+        report["replaced"], report["skipped"] = replaced, skipped
+    return model
+
+
+# ---------------------------------------------------------------- PyTorch's semi-structured tensors
+
+def _is_semi_structured(t) -> bool:
+    cls = getattr(getattr(torch, "sparse", None), "SparseSemiStructuredTensor", None)
+    return cls is not None and isinstance(t, cls)
+
+
+def _cutlass_reorder():
+    """PyTorch's metadata permutation of its CUTLASS backend (private: absent, the layout is unknown)."""
+    try:
+        from torch.sparse._semi_structured_conversions import _calculate_meta_reordering_scatter_offsets
+    except ImportError as e:
+        raise NotImplementedError(
+            "spmma.torch: this torch has no torch.sparse._semi_structured_conversions."
+            "_calculate_meta_reordering_scatter_offsets (the CUTLASS metadata order): use backend=None, "
+            "or a cuSPARSELt tensor") from e
+    return _calculate_meta_reordering_scatter_offsets
+
+
+def _semi_structured_dense(t: Tensor) -> Tensor:
+    """The dense weight a SparseSemiStructuredTensor stands for. CUTLASS's form is read directly
+    (its metadata words put back in row order, then dense_weight): bit for bit, where PyTorch's
+    own to_dense of a float32 one on the CPU moves the 16-bit halves through float16 and quiets
+    those that look like NaNs. cuSPARSELt's opaque form: its to_dense (a product with I, on CUDA)."""
+    cutlass = getattr(torch.sparse, "SparseSemiStructuredTensorCUTLASS", None)
+    if cutlass is None or not isinstance(t, cutlass) or t.meta is None or t.meta.dim() != 2:
+        return t.to_dense()
+    m, k = (int(v) for v in t.shape)
+    meta = t.meta.reshape(-1).gather(0, _cutlass_reorder()(m, t.meta.shape[1], t.meta.dtype, t.meta.device))
+    values = t.packed.contiguous().view(torch.uint8).reshape(m, -1)
+    weight_type = _input_type(t.packed.dtype, "SparseLinear.from_weight: the semi-structured weight")
+    return dense_weight(values, meta.view(torch.uint8).reshape(m, -1), weight_type, k)
+
+
+def to_semi_structured(layer: SparseLinear, backend: Optional[str] = None):
+    """The layer's weight as PyTorch's SparseSemiStructuredTensor (for F.linear / nn.Linear.weight).
+
+    backend=None: PyTorch's default backend (cuSPARSELt, or CUTLASS where forced or missing), by
+    ``torch.sparse.to_sparse_semi_structured`` of the pruned dense weight: CUDA only (PyTorch's
+    requirement), and the way to cuSPARSELt, whose compressed form is an opaque buffer only
+    cuSPARSELt writes. backend="cutlass": built directly from spmma's compressed form, without a
+    dense weight, on any device: the values are the same bytes (spmma picks PyTorch's index for
+    every chunk, docs/layouts.md) and the metadata words are the same, permuted into CUTLASS's
+    interleaved order by PyTorch's own permutation. CUTLASS takes float16, bfloat16, float32 and
+    int8 weights with out_features a multiple of 32 (16 for int8); PyTorch runs its products on
+    CUDA only.
+    """
+    what = "to_semi_structured"
+    if not isinstance(layer, SparseLinear):
+        raise TypeError(f"{what}: expected a SparseLinear, got {type(layer).__name__}")
+    if backend is None:
+        if layer.values.device.type != "cuda":
+            raise ValueError(f"{what}: PyTorch's semi-structured tensors live on CUDA, this layer on "
+                             f"{layer.values.device} (move it with .cuda(), or use backend='cutlass')")
+        return torch.sparse.to_sparse_semi_structured(layer.dense_weight())
+    if backend != "cutlass":
+        raise ValueError(f"{what}: backend = {backend!r} (use None or 'cutlass')")
+    meta_dtype = {torch.float16: torch.int16, torch.bfloat16: torch.int16, torch.float32: torch.int16,
+                  torch.int8: torch.int32}.get(layer.weight_dtype)
+    if meta_dtype is None:
+        raise NotImplementedError(f"{what}: PyTorch's CUTLASS backend has no {layer.weight_dtype} weights "
+                                  "(float16, bfloat16, float32, int8)")
+    m = layer.out_features
+    rows = 16 if meta_dtype == torch.int32 else 32
+    if m % rows:
+        raise ValueError(f"{what}: PyTorch's CUTLASS layout needs out_features a multiple of {rows}, "
+                         f"this layer has {m}")
+    packed = layer.values.view(layer.weight_dtype)
+    meta = layer.metadata.contiguous().view(meta_dtype)
+    offsets = _cutlass_reorder()(m, meta.shape[1], meta_dtype, meta.device)
+    reordered = meta.new_empty(meta.numel()).scatter_(0, offsets, meta.reshape(-1)).view(m, -1)
+    return torch.sparse.SparseSemiStructuredTensorCUTLASS(
+        torch.Size((m, layer.in_features)), packed=packed.clone(), meta=reordered, packed_t=None, meta_t=None,
+        compressed_swizzled_bitmask=None)
