@@ -78,10 +78,13 @@ def _spmma_type(a, what: str) -> str:
     return _input_type(a.dtype, what, _TORCH_TYPES if _is_torch(a) else _NUMPY_TYPES)
 
 
+_INPUTS = {id(t): {k: v for k, v in t.items() if v != "s32"} for t in (_TORCH_TYPES, _NUMPY_TYPES)}  # int32: output only
+
+
 def _input_type(dtype, what: str, table=_TORCH_TYPES) -> str:
     """spmma's name of an input dtype (a framework dtype, by its name), or TypeError naming it."""
     name = str(dtype).replace("torch.", "")
-    inputs = {k: v for k, v in table.items() if v != "s32"}
+    inputs = _INPUTS[id(table)]
     if name not in inputs:
         raise TypeError(f"{what}: dtype {dtype} is not an spmma input type (use one of {', '.join(sorted(inputs))})")
     return inputs[name]
@@ -305,8 +308,19 @@ def matmul(w: SparseWeight, x, bias=None, activation: str | None = None, out_dty
     ws = None
     if p.workspace_bytes:
         ws = _empty(x, (p.workspace_bytes,), "s8")
-    p.run(w._s, _raw(x2), _raw(y), 1.0, 0.0, None, b, sr, sc, None if ws is None else _raw(ws), _stream(dev))
+    if _is_torch(x):
+        # Raw pointers: every tensor was checked above (type, shape, device; y, the vectors and the
+        # workspace made or converted on x's device), and a DLPack export per tensor cost more
+        # than the launch it feeds.
+        p.run_ptrs(w._s, x2.data_ptr(), y.data_ptr(), 1.0, 0.0, 0, _ptr(b), _ptr(sr), _ptr(sc), _ptr(ws),
+                   _stream(dev))
+    else:
+        p.run(w._s, _raw(x2), _raw(y), 1.0, 0.0, None, b, sr, sc, None if ws is None else _raw(ws), _stream(dev))
     return y.reshape(lead + (m,))
+
+
+def _ptr(t) -> int:
+    return 0 if t is None else t.data_ptr()
 
 
 def _out_type(out_dtype, x_type: str) -> str:

@@ -222,6 +222,23 @@ void run_plan(const LinearPlan& p, const Sparse& w, const AnyArray& x, AnyArray&
   p.plan->run(w.m, x.data(), y.data(), e, ws, stream_of(stream));
 }
 
+// The same from raw addresses (0: none), for the framework path of spmma.matmul, which has checked
+// every tensor's type, shape and device itself: a DLPack export per tensor cost more than the
+// kernel launch it feeds (decode shapes). The plan still checks each pointer's device and
+// alignment and the buffers' overlaps.
+void run_plan_ptrs(const LinearPlan& p, const Sparse& w, uintptr_t x, uintptr_t y, float alpha, float beta, uintptr_t c,
+                   uintptr_t bias, uintptr_t scale_rows, uintptr_t scale_cols, uintptr_t workspace, uintptr_t stream) {
+  spmma::EpilogueArgs e;
+  e.alpha = alpha, e.beta = beta;
+  e.c = reinterpret_cast<const void*>(c);
+  e.bias = reinterpret_cast<const float*>(bias);
+  e.scale_rows = reinterpret_cast<const float*>(scale_rows);
+  e.scale_cols = reinterpret_cast<const float*>(scale_cols);
+  nb::gil_scoped_release release;
+  p.plan->run(w.m, reinterpret_cast<const void*>(x), reinterpret_cast<void*>(y), e, reinterpret_cast<void*>(workspace),
+              stream_of(stream));
+}
+
 }  // namespace
 
 NB_MODULE(_spmma, m) {
@@ -274,7 +291,9 @@ NB_MODULE(_spmma, m) {
       .def_prop_ro("workspace_bytes", [](const LinearPlan& p) { return p.plan->workspace_bytes(); })
       .def("describe", [](const LinearPlan& p) { return p.plan->describe(); })
       .def("run", &run_plan, "w"_a, "x"_a, "y"_a, "alpha"_a, "beta"_a, "c"_a.none(), "bias"_a.none(),
-           "scale_rows"_a.none(), "scale_cols"_a.none(), "workspace"_a.none(), "stream"_a);
+           "scale_rows"_a.none(), "scale_cols"_a.none(), "workspace"_a.none(), "stream"_a)
+      .def("run_ptrs", &run_plan_ptrs, "w"_a, "x"_a, "y"_a, "alpha"_a, "beta"_a, "c"_a, "bias"_a, "scale_rows"_a,
+           "scale_cols"_a, "workspace"_a, "stream"_a);
   m.def("plan", &make_plan, "w"_a, "n"_a, "batch"_a, "ldx"_a, "stride_x"_a, "ldy"_a, "stride_y"_a, "x_type"_a,
         "y_type"_a, "activation"_a, "bias"_a, "scale_rows"_a, "scale_cols"_a);
 }

@@ -631,3 +631,22 @@ def test_cuda_semi_structured_both_ways(dtype, gen):
         back = st.SparseLinear.from_weight(sst, layer.bias)
         assert torch.equal(back.values, layer.values) and torch.equal(back.metadata, layer.metadata)
         assert torch.equal(back(x), layer(x))
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=[gpu, needs_cuda])])
+def test_eager_fast_path_equals_the_op(gen, device):
+    """SparseLinear in eager inference calls the op's implementation directly (no dispatch, no
+    autograd wrapper) and spmma.matmul hands torch tensors over as raw pointers: the same bits as
+    the op through torch.library, and as the DLPack path of a numpy call."""
+    layer = st.SparseLinear.from_dense(nn.Linear(64, 48).to(device, torch.float16), activation="gelu")
+    x = rand((5, 64), torch.float16, gen, device)
+    with torch.inference_mode():
+        fast = layer(x)
+    op = torch.ops.spmma.sparse_linear(x, layer.values, layer.metadata, layer.weight_type, layer.in_features,
+                                       layer.bias, layer.activation, layer.out_dtype)
+    assert torch.equal(fast, op)
+    if device == "cpu":
+        import numpy as np
+        w = layer.sparse_weight()
+        via_numpy = spmma.matmul(w, x.numpy(), bias=layer.bias.detach().float().numpy(), activation="gelu")
+        assert np.array_equal(np.asarray(via_numpy).view(np.uint16), op.detach().view(torch.int16).numpy().view(np.uint16))
