@@ -1000,12 +1000,13 @@ TEST_F(Robust, ScaleVectorsMatchTheCpu) {
       }
 }
 
-// The sm90 kernel's general epilogue (alpha, beta·C, bias, both scale vectors, GELU) on its
-// vectorized way out, runs of 8 along D's contiguous dimension with 16-byte stores (store_block),
-// for row- and column-major D of every C/D type, bit for bit against the CPU; beside it the
-// element-by-element ways: D's edge blocks (M = 200 and N = 88 leave partial 16 x 16 blocks) and
-// a D those stores cannot take (leading dimension + 1, or D one element off its alignment).
-TEST_F(Robust, GeneralEpilogueRunsMatchTheCpu) {
+// The sm90 kernel's ways out by runs of 8 along D's contiguous dimension with 16-byte stores, for
+// row- and column-major D of every C/D type, bit for bit against the CPU: the general epilogue
+// (alpha, beta·C, bias, both scale vectors, GELU; store_block) and the plain one (inline for
+// both layouts); beside them the element-by-element ways: D's edge blocks (M = 200 and N = 88
+// leave partial 16 x 16 blocks) and a D those stores cannot take (leading dimension + 1, or D one
+// element off its alignment).
+TEST_F(Robust, EpilogueRunsOfEightMatchTheCpu) {
   if (supported_types(*h_).empty()) GTEST_SKIP() << "no GPU";
   if (Plan(*h_, desc_of(T::bf16, T::bf16, T::f32, 16, 8, 32)).info().kernel != KernelFamily::sm90)
     GTEST_SKIP() << "the runs of 8 are the sm90 kernel's way out (sm_90a)";
@@ -1013,20 +1014,21 @@ TEST_F(Robust, GeneralEpilogueRunsMatchTheCpu) {
   for (auto [a, cd] : {std::pair{T::bf16, T::bf16}, std::pair{T::f16, T::f16}, std::pair{T::bf16, T::f32},
                        std::pair{T::e4m3, T::e4m3}, std::pair{T::f16, T::e5m2}, std::pair{T::s8, T::s8},
                        std::pair{T::s8, T::s32}, std::pair{T::e4m3, T::bf16}})
+    for (bool plain : {false, true})
     for (Order cdo : {Order::row_major, Order::col_major})
       for (int misalign = 0; misalign < 3; ++misalign) {
         MatmulDesc d = desc_of(a, a, cd, 200, 88, 8 * kstep(a));
         d.cd_order = cdo, d.batch = 2, d.a_per_batch = misalign == 1;
-        d.bias = true, d.scale_rows = true, d.scale_cols = true;
-        d.activation = Activation::gelu;
+        d.bias = !plain, d.scale_rows = !plain, d.scale_cols = !plain;
+        d.activation = plain ? Activation::none : Activation::gelu;
         if (misalign == 1) d.ldd = (cdo == Order::row_major ? d.n : d.m) + 1;
-        SCOPED_TRACE(std::string(type_name(a)) + " -> " + std::string(type_name(cd)) +
-                     (cdo == Order::row_major ? " row-major D" : " column-major D") +
+        SCOPED_TRACE(std::string(type_name(a)) + " -> " + std::string(type_name(cd)) + (plain ? " plain" : " general") +
+                     (cdo == Order::row_major ? ", row-major D" : ", column-major D") +
                      (misalign == 0 ? ", aligned" : misalign == 1 ? ", ldd + 1" : ", D one element off"));
         RunOpts o;
         o.plan.kernel = KernelFamily::sm90;
-        o.alpha = cd == T::s8 ? 1.f / 64 : 0.75f;
-        o.beta = 0.5f;
+        o.alpha = plain ? 1.f : cd == T::s8 ? 1.f / 64 : 0.75f;
+        o.beta = plain ? 0.f : 0.5f;
         if (misalign == 2) o.d_off = static_cast<size_t>(bits_of(cd) / 8);
         if (a == T::e4m3) o.acc_rel = 0x1p-9;
         Images im = make_images(d, rng, {});

@@ -106,9 +106,14 @@ __device__ __forceinline__ void epilogue(const Acc (&acc)[BlockN / 2], uint32_t*
   // columns 16k + 8(j/4) + 2t + j%2) in, then out by store_block, or here, inlined, for the plain
   // epilogue on row-major D: 16 rows of 8 + 8 columns, one 16-byte store (or two: f32) per lane
   // and every 32-byte sector written whole (straight from the fragment's pairs, each store wrote
-  // half a sector, and the H100 measured 6-18% slower at 8192^3 and 4096^3).
+  // half a sector, and the H100 measured 6-18% slower at 8192^3 and 4096^3); likewise on
+  // column-major D, 16 columns of 8 + 8 rows.
   constexpr int kChunk = kEpilogueChunk, kLd = kEpilogueLd;
   const bool rows8 = p.plain && gemm::vector_rows_ok(p, 8);
+  // The plain epilogue on column-major D (Y = X·Wᵀ row-major: a linear layer's, the Python
+  // package's) inline too: through store_block it ran at 0.64-0.77x the row-major kernel's speed
+  // on the H100 (bf16 and e4m3, 8192^3 and 14336x2048x4096; docs/benchmarks.md).
+  const bool cols8 = p.plain && p.cd_col_major && gemm::vector_runs_ok(p, 8);
 #pragma unroll
   for (int k = 0; k < BlockN / kChunk; ++k) {
     __syncwarp();  // the block before is read
@@ -126,6 +131,16 @@ __device__ __forceinline__ void epilogue(const Acc (&acc)[BlockN / 2], uint32_t*
         const uint4* in = reinterpret_cast<const uint4*>(scratch + r * kLd + 8 * half);
         *reinterpret_cast<uint4*>(v) = in[0], *reinterpret_cast<uint4*>(v + 4) = in[1];
         gemm::store_plain<8, Acc>(p, w.batch * p.batch_d + static_cast<int64_t>(row) * p.ldd + n0 + 8 * half, v);
+      }
+      continue;
+    }
+    if (cols8 && row0 + kChunk <= p.m) {  // 16 columns of 8 + 8 rows, one lane per run
+      const int c = lane / 2, half = lane % 2, col = n0 + c;
+      if (col < p.n) {
+        uint32_t v[8];
+#pragma unroll
+        for (int i = 0; i < 8; ++i) v[i] = scratch[(8 * half + i) * kLd + c];
+        gemm::store_plain<8, Acc>(p, w.batch * p.batch_d + static_cast<int64_t>(col) * p.ldd + row0 + 8 * half, v);
       }
       continue;
     }
