@@ -229,8 +229,13 @@ void require_memory(const std::array<int64_t, 3>& shape, ElemType t, bool gpu, b
 std::vector<Row> run_cpu(const Options& o) {
   std::vector<Row> rows;
   std::mt19937_64 rng(o.seed);
+  const size_t total = o.types.size() * o.shapes.size();
   for (ElemType t : o.types)
-    for (const auto& sh : o.shapes) rows.push_back(run_case(o, t, sh, rng));
+    for (const auto& sh : o.shapes) {
+      if (o.on_start) o.on_start(rows.size(), total, case_name(sh, t));
+      rows.push_back(run_case(o, t, sh, rng));
+      if (o.on_row) o.on_row(rows.back());
+    }
   return rows;
 }
 

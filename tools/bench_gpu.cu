@@ -249,8 +249,10 @@ std::vector<Row> run_gpu(const Options& o) {
   cudaEvent_t e0, e1;
   check(cudaEventCreate(&e0), "event");
   check(cudaEventCreate(&e1), "event");
+  const size_t total = o.types.size() * o.shapes.size();
   for (ElemType t : o.types)
     for (const auto& sh : o.shapes) {
+      if (o.on_start) o.on_start(rows.size(), total, case_name(sh, t));
       Row r;
       r.m = sh[0], r.n = sh[1], r.k = sh[2];
       r.type = std::string(type_name(t));
@@ -408,6 +410,7 @@ std::vector<Row> run_gpu(const Options& o) {
         r.note = "out of host memory";
       }
       rows.push_back(r);
+      if (o.on_row) o.on_row(rows.back());
     }
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);

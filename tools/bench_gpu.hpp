@@ -7,6 +7,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -98,7 +99,17 @@ struct Options {
   // D column-major (`--d-order col`): stored N x M, i.e. Y = X·Wᵀ row-major, the layout of a
   // linear layer's output and of the Python package's matmul.
   bool d_col_major = false;
+  // Called before each case (its index from 0, the number of cases, "MxNxK type") and with each
+  // row as it finishes: `spmma bench` prints rows as they come and a progress line.
+  std::function<void(size_t, size_t, const std::string&)> on_start;
+  std::function<void(const Row&)> on_row;
 };
+
+// "MxNxK type", as progress lines and messages name a case.
+inline std::string case_name(const std::array<int64_t, 3>& shape, ElemType t) {
+  return std::to_string(shape[0]) + "x" + std::to_string(shape[1]) + "x" + std::to_string(shape[2]) + " " +
+         std::string(type_name(t));
+}
 
 // D's type for A/B of type t (as cuBLAS computes the dense baseline): f16 -> f16, bf16 -> bf16,
 // tf32 -> f32, fp8 -> bf16, integers -> s32.

@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <fstream>
 #include <span>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
+
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -80,7 +83,7 @@ void register_bench(CLI::App& app) {
   auto* cmd = app.add_subcommand("bench", "Time spmma's sparse matmul against cuBLAS dense (and cuSPARSELt where given)");
   struct Opts {
     std::string shapes, types = "bf16,e4m3", cusparselt, json_out;
-    bool json = false, cpu = false, fast_accum = false;
+    bool json = false, cpu = false, fast_accum = false, quiet = false;
     int reps = 30;
     std::string kernel = "auto";
     int tile_n = 0, splits = 0, group_m = 0, cluster_m = 0;
@@ -99,6 +102,7 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--json-out", o->json_out, "Also write the JSON array to this file");
   cmd->add_flag("--json", o->json, "Print one JSON array, one object per shape and type");
   cmd->add_flag("--cpu", o->cpu, "Run the CPU path even where a GPU exists");
+  cmd->add_flag("-q,--quiet", o->quiet, "No progress line on stderr (it is shown only where stderr is a terminal)");
   cmd->add_flag("--fp8-fast-accum", o->fast_accum,
                 "fp8: keep the sums in the tensor cores' fp8 accumulator (MatmulDesc::fast_accumulation) and give "
                 "cuBLAS CUBLASLT_MATMUL_DESC_FAST_ACCUM; faster, fewer bits");
@@ -173,41 +177,106 @@ void register_bench(CLI::App& app) {
     bo.epilogue.act = o->activation == "relu" ? Activation::relu : o->activation == "gelu" ? Activation::gelu : Activation::none;
     if (!o->out.empty()) bo.epilogue.out = parse_elem_type_or_throw(o->out);
     bo.d_col_major = o->d_order == "col";
-    std::vector<bench::Row> measured;
-    std::string device;
-    if (gpu) {
-#ifdef SPMMA_HAVE_CUDA
-      device = bench::gpu_name();
-      measured = bench::run_gpu(bo);
-#endif
-    } else {
-      if (bo.d_col_major) fail(Status::not_supported, "bench: --d-order col is timed on the GPU only (the CPU path checks a row-major D)");
-      std::cerr << "spmma bench: no GPU (" << why << "): timing the CPU path\n";
-      device = "CPU";
-      bo.warmup = 1;
-      bo.reps = std::max(1, std::min(o->reps, 5));
-      measured = bench::run_cpu(bo);
-    }
-    std::vector<BenchRow> rows;
-    for (const auto& r : measured) {
-      BenchRow x;
-      static_cast<bench::Row&>(x) = r;
-      rows.push_back(x);
-    }
+    // cuSPARSELt's measurements (bench/cusparselt_torch.py), read before measuring: a bad file
+    // is refused before hours of work, and each row is complete when it is printed.
+    nlohmann::json peers = nlohmann::json::array();
     if (!o->cusparselt.empty()) {
       std::ifstream f(o->cusparselt);
       if (!f) fail(Status::io_error, o->cusparselt + ": cannot read");
-      const auto j = nlohmann::json::parse(f, nullptr, false);
-      if (j.is_discarded() || !j.is_array()) fail(Status::io_error, o->cusparselt + ": not a JSON array");
-      for (auto& r : rows)
-        for (const auto& c : j)
-          if (c.is_object() && c.value("m", 0) == r.m && c.value("n", 0) == r.n && c.value("k", 0) == r.k &&
-              c.value("type", "") == r.type && c.contains("cusparselt_tflops") && c["cusparselt_tflops"].is_number()) {
-            r.cusparselt_tflops = c["cusparselt_tflops"].get<double>();
-            for (const char* key : {"torch", "cusparselt", "alg_id", "kernels", "cusparselt_ms"})
-              if (c.contains(key)) r.peer[key] = c[key];
-          }
+      peers = nlohmann::json::parse(f, nullptr, false);
+      if (peers.is_discarded() || !peers.is_array()) fail(Status::io_error, o->cusparselt + ": not a JSON array");
     }
+    auto with_peer = [&peers](const bench::Row& measured) {
+      BenchRow r;
+      static_cast<bench::Row&>(r) = measured;
+      for (const auto& c : peers)
+        if (c.is_object() && c.value("m", 0) == r.m && c.value("n", 0) == r.n && c.value("k", 0) == r.k &&
+            c.value("type", "") == r.type && c.contains("cusparselt_tflops") && c["cusparselt_tflops"].is_number()) {
+          r.cusparselt_tflops = c["cusparselt_tflops"].get<double>();
+          for (const char* key : {"torch", "cusparselt", "alg_id", "kernels", "cusparselt_ms"})
+            if (c.contains(key)) r.peer[key] = c[key];
+        }
+      return r;
+    };
+    std::string device = "CPU";
+#ifdef SPMMA_HAVE_CUDA
+    if (gpu) device = bench::gpu_name();
+#endif
+    if (!gpu) {
+      if (bo.d_col_major) fail(Status::not_supported, "bench: --d-order col is timed on the GPU only (the CPU path checks a row-major D)");
+      std::cerr << "spmma bench: no GPU (" << why << "): timing the CPU path\n";
+      bo.warmup = 1;
+      bo.reps = std::max(1, std::min(o->reps, 5));
+    }
+    // TFLOP/s on the GPU; GFLOP/s on the CPU, whose rates would print as 0.0 TFLOP/s.
+    const double scale = gpu ? 1.0 : 1e3;
+    const char* unit = gpu ? "TFLOP/s" : "GFLOP/s";
+    // The table: its header now, each row as its case finishes (a long run shows its progress).
+    if (!o->json) {
+      std::cout << "spmma bench on " << device << " (" << unit << " dense-equivalent, 2·M·N·K / kernel time; dense: "
+                << (gpu ? "cuBLAS" : "cblas_sgemm f32") << ")\n";
+      if (!bo.epilogue.plain() || bo.epilogue.out)
+        std::cout << "spmma's epilogue: " << bo.epilogue.text() << ", D "
+                  << (bo.epilogue.out ? std::string(type_name(*bo.epilogue.out)) : std::string("the default type"))
+                  << " (the dense baseline: plain)" << (bo.d_col_major ? ", D column-major" : "") << "\n";
+      else if (bo.d_col_major)
+        std::cout << "D column-major\n";
+      std::cout << std::left << std::setw(22) << "shape MxNxK" << std::setw(6) << "type" << std::right << std::setw(10)
+                << "spmma" << std::setw(10) << "dense" << std::setw(12) << "cuSPARSELt" << std::setw(10) << "vs dense"
+                << std::setw(10) << "vs cSLt" << std::setw(12) << "call us" << std::setw(10) << "host us" << std::setw(10)
+                << "verified" << std::endl;
+    }
+    auto print_row = [&](const BenchRow& r) {
+      std::ostringstream shape;
+      shape << r.m << "x" << r.n << "x" << r.k;
+      const std::optional<double> dense = gpu ? r.cublas_tflops : r.cpu_dense_tflops;
+      auto col = [](const std::optional<double>& v, int w, bool ratio = false) {
+        std::ostringstream s;
+        if (v) s << (ratio ? ratio_text(*v) : rate(*v));
+        else s << "-";
+        std::cout << std::setw(w) << s.str();
+      };
+      std::cout << std::left << std::setw(22) << shape.str() << std::setw(6) << r.type << std::right;
+      const bool ran = r.spmma_ms > 0;  // a case that failed before timing shows "-", not 0
+      col(ran ? std::optional<double>(r.spmma_tflops * scale) : std::nullopt, 10);
+      col(dense ? std::optional<double>(*dense * scale) : std::nullopt, 10);
+      col(r.cusparselt_tflops ? std::optional<double>(*r.cusparselt_tflops * scale) : std::nullopt, 12);
+      col(ran && dense && *dense > 0 ? std::optional<double>(r.spmma_tflops / *dense) : std::nullopt, 10, true);
+      col(r.cusparselt_tflops ? std::optional<double>(r.spmma_tflops / *r.cusparselt_tflops) : std::nullopt, 10, true);
+      auto us = [&](double v) {
+        std::ostringstream t;
+        if (ran) t << std::fixed << std::setprecision(1) << v;
+        else t << "-";
+        return t.str();
+      };
+      std::cout << std::setw(12) << us(r.spmma_call_us) << std::setw(10) << us(r.spmma_host_us) << std::setw(10)
+                << (r.verified ? "yes" : "NO");
+      if (!r.note.empty()) std::cout << "   " << r.note;
+      std::cout << std::endl;
+    };
+    // The progress line: on stderr, only where it is a terminal (a log file gets none), rewritten
+    // in place, off with --quiet.
+    const bool progress = !o->quiet && isatty(fileno(stderr));
+    auto clear_progress = [&] {
+      if (progress) std::cerr << "\r\033[K" << std::flush;
+    };
+    std::vector<BenchRow> rows;
+    bo.on_start = [&](size_t i, size_t total, const std::string& what) {
+      if (progress) std::cerr << "\r\033[Kspmma bench: [" << i + 1 << "/" << total << "] " << what << " ..." << std::flush;
+    };
+    bo.on_row = [&](const bench::Row& measured) {
+      rows.push_back(with_peer(measured));
+      clear_progress();
+      if (!o->json) print_row(rows.back());
+    };
+    if (gpu) {
+#ifdef SPMMA_HAVE_CUDA
+      bench::run_gpu(bo);
+#endif
+    } else {
+      bench::run_cpu(bo);
+    }
+    clear_progress();
     // Every record carries what it was measured with (docs/benchmarks.md reproduces from it).
     nlohmann::json provenance = environment();
     provenance["device"] = device;
@@ -241,51 +310,7 @@ void register_bench(CLI::App& app) {
       const std::string text = arr.dump(1) + "\n";
       io::write_file(o->json_out, std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
     }
-    if (o->json) {
-      std::cout << arr.dump(1) << "\n";
-    } else {
-      // TFLOP/s on the GPU; GFLOP/s on the CPU, whose rates would print as 0.0 TFLOP/s.
-      const double scale = gpu ? 1.0 : 1e3;
-      const char* unit = gpu ? "TFLOP/s" : "GFLOP/s";
-      std::cout << "spmma bench on " << device << " (" << unit << " dense-equivalent, 2·M·N·K / kernel time; dense: "
-                << (gpu ? "cuBLAS" : "cblas_sgemm f32") << ")\n";
-      if (!bo.epilogue.plain() || bo.epilogue.out)
-        std::cout << "spmma's epilogue: " << bo.epilogue.text() << ", D "
-                  << (bo.epilogue.out ? std::string(type_name(*bo.epilogue.out)) : std::string("the default type"))
-                  << " (the dense baseline: plain)\n";
-      std::cout << std::left << std::setw(22) << "shape MxNxK" << std::setw(6) << "type" << std::right << std::setw(10)
-                << "spmma" << std::setw(10) << "dense" << std::setw(12) << "cuSPARSELt" << std::setw(10) << "vs dense"
-                << std::setw(10) << "vs cSLt" << std::setw(12) << "call us" << std::setw(10) << "host us" << std::setw(10)
-                << "verified" << "\n";
-      for (const auto& r : rows) {
-        std::ostringstream shape;
-        shape << r.m << "x" << r.n << "x" << r.k;
-        const std::optional<double> dense = gpu ? r.cublas_tflops : r.cpu_dense_tflops;
-        auto col = [](const std::optional<double>& v, int w, bool ratio = false) {
-          std::ostringstream s;
-          if (v) s << (ratio ? ratio_text(*v) : rate(*v));
-          else s << "-";
-          std::cout << std::setw(w) << s.str();
-        };
-        std::cout << std::left << std::setw(22) << shape.str() << std::setw(6) << r.type << std::right;
-        const bool ran = r.spmma_ms > 0;  // a case that failed before timing shows "-", not 0
-        col(ran ? std::optional<double>(r.spmma_tflops * scale) : std::nullopt, 10);
-        col(dense ? std::optional<double>(*dense * scale) : std::nullopt, 10);
-        col(r.cusparselt_tflops ? std::optional<double>(*r.cusparselt_tflops * scale) : std::nullopt, 12);
-        col(ran && dense && *dense > 0 ? std::optional<double>(r.spmma_tflops / *dense) : std::nullopt, 10, true);
-        col(r.cusparselt_tflops ? std::optional<double>(r.spmma_tflops / *r.cusparselt_tflops) : std::nullopt, 10, true);
-        auto us = [&](double v) {
-          std::ostringstream t;
-          if (ran) t << std::fixed << std::setprecision(1) << v;
-          else t << "-";
-          return t.str();
-        };
-        std::cout << std::setw(12) << us(r.spmma_call_us) << std::setw(10) << us(r.spmma_host_us) << std::setw(10)
-                  << (r.verified ? "yes" : "NO");
-        if (!r.note.empty()) std::cout << "   " << r.note;
-        std::cout << "\n";
-      }
-    }
+    if (o->json) std::cout << arr.dump(1) << "\n";
     // A row that was not verified is a failed bench: status 1, and the rows named.
     std::string failed;
     int n_failed = 0;
