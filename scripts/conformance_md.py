@@ -1,17 +1,24 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""Writes docs/conformance.md from the JSON of `spmma conform --json-out FILE`.
+"""Writes docs/conformance.md from the JSON of `spmma conform --json-out FILE` alone: the device,
+driver, runtime, spmma's version and commit, date and command come from the record's
+`provenance` (since 2026-11-23); what a record does not hold is said to be missing, never
+written by hand.
 
     python3 scripts/conformance_md.py docs/data/conformance-h100.json > docs/conformance.md
+    python3 scripts/conformance_md.py docs/data/conformance-h100.json --check docs/conformance.md
+
+--check exits 1 when the document is not what the record generates (CTest: conformance_doc).
 """
 import collections
 import json
 import re
 import sys
 
-COMMAND = ("strip -o .devbin/spmma build/spmma   # on the CPU machine, after scripts/build.sh\n"
-           "bash scripts/device-all.sh          # on the H100; its last step is\n"
-           "spmma conform --json-out conform.json --write-verified verified_ids.inc")
+# How a record is made (the procedure; the command of a given run is in its provenance).
+HOW = ("strip -o .devbin/spmma build/spmma   # on the CPU machine, after scripts/build.sh\n"
+       "bash scripts/device-all.sh          # on the H100; its last step is\n"
+       "spmma conform --json-out conform.json --write-verified verified_ids.inc")
 
 
 def family(vid):
@@ -27,8 +34,9 @@ def family(vid):
     return fam, shape, rest + src
 
 
-def main(path):
+def generate(path):
     j = json.load(open(path))
+    p = j.get("provenance")
     rows = [r for r in j["rows"] if not r["skipped"]]
     out = []
     w = out.append
@@ -36,13 +44,23 @@ def main(path):
     w("Every registry variant an H100 (sm_90) can execute ran on the hardware with random register")
     w("contents, and the GPU's D registers were compared with the emulator's (`spmma conform`, source")
     w("in `src/cuda/probe/`, probe kernels generated from the registry by `codegen/gen_spmma.cpp`).\n")
-    w(f"- **Device:** {j['device']} (sm_{j['compute_capability']}), driver 580.159.04, CUDA 13.0")
+    if p:
+        b = p.get("build", {})
+        w(f"- **Device:** {j['device']} (sm_{j['compute_capability']}), driver {p.get('cuda_driver') or 'none'}, "
+          f"CUDA runtime {p.get('cuda_runtime', '-')}")
+        w(f"- **spmma:** {p.get('version')} (commit {p.get('commit')}), built with CUDA {b.get('cuda', '-')}")
+    else:
+        w(f"- **Device:** {j['device']} (sm_{j['compute_capability']}); driver, runtime and spmma's version: not in "
+          "this record (it predates provenance)")
     w(f"- **Date:** {j['date']}")
     s = j["summary"]
     w(f"- **Result:** {s['variants']} variants, {s['trials']} trials, **{s['with_mismatches']} variants with mismatches**")
     w(f"- **Raw record:** [data/conformance-h100.json](data/conformance-h100.json)")
-    w("- **Command:**\n")
-    w("```sh\n" + COMMAND + "\n```\n")
+    if p:
+        w(f"- **Command:** `{p.get('command')}` ({p.get('trials_per_selector')} trials per selector and input kind, "
+          f"{p.get('wgmma_trials_per_selector')} for wgmma, seed {p.get('seed')})")
+    w("- **How:**\n")
+    w("```sh\n" + HOW + "\n```\n")
     w("The sm_120a forms (`.kind::f8f6f4`, block scaling) cannot run on an H100: ptxas assembles each of")
     w("them for sm_120a in CI (`ctest -R ptxas_sm_120a`) and the emulator runs them; `spmma variants`")
     w("marks them `emulated only`.\n")
@@ -86,8 +104,14 @@ def main(path):
     w("|---|---|---|---|")
     for r in rows:
         w(f"| `{r['id']}` | {r['trials']} | {r['mismatches']} | {r['max_error']:.3g} |")
-    print("\n".join(out))
+    return "\n".join(out) + "\n"
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    text = generate(sys.argv[1])
+    if len(sys.argv) == 4 and sys.argv[2] == "--check":
+        if open(sys.argv[3]).read() != text:
+            sys.exit(f"{sys.argv[3]} is not what {sys.argv[1]} generates: run "
+                     f"python3 scripts/conformance_md.py {sys.argv[1]} > {sys.argv[3]}")
+    else:
+        sys.stdout.write(text)

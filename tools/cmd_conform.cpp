@@ -11,6 +11,7 @@
 #include "cli_util.hpp"
 #include "commands.hpp"
 #include "io/files.hpp"
+#include "provenance.hpp"
 #include "spmma/error.hpp"
 #ifdef SPMMA_HAVE_CUDA
 #include "spmma/conform.hpp"
@@ -57,6 +58,18 @@ void register_conform(CLI::App& app) {
     const conform::Report rep = conform::run(opts);
     nlohmann::json j = {{"device", rep.device}, {"compute_capability", rep.compute_capability}, {"date", rep.date},
                         {"findings", rep.findings}};
+    // What the report was made with (docs/conformance.md is generated from it, nothing by hand):
+    // spmma's version and commit, the build, driver and runtime, the command, the UTC date, the
+    // trials per selector and the seed.
+    nlohmann::json provenance = environment();
+    provenance["device"] = rep.device;
+    provenance["command"] = command_line();
+    provenance["date_utc"] = utc_now();
+    provenance["trials_per_selector"] = o->trials;
+    provenance["wgmma_trials_per_selector"] = o->wgmma_trials;
+    provenance["seed"] = o->seed;
+    if (!o->filter.empty()) provenance["filter"] = o->filter;
+    j["provenance"] = provenance;
     nlohmann::json rows = nlohmann::json::array();
     int bad = 0, ran = 0, trials = 0;
     for (const auto& r : rep.rows) {
