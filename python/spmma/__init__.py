@@ -277,46 +277,68 @@ def matmul(w: SparseWeight, x, bias=None, activation: str | None = None, out_dty
     out_dtype: the output's dtype (a framework dtype or an spmma type name); default: x's type,
     bfloat16 for fp8, int32 for int8.
     """
+    call = _prepare(w, x, bias, activation, out_dtype, scale_row, scale_col)
+    if call.n == 0:
+        return _empty(x, call.lead + (call.m,), call.y_type)
+    return call.launch(x)
+
+
+class _Call:
+    """One product's checked arguments and plan (x's shape, strides, dtype and device fixed):
+    launch(x) runs it for any x of that signature. spmma.torch keeps them for its eager calls."""
+    __slots__ = ("w", "m", "k", "n", "lead", "dev", "y_type", "plan", "b", "sr", "sc")
+
+    def launch(self, x):
+        x2 = x.reshape(self.n, self.k)
+        y = _empty(x, (self.n, self.m), self.y_type)
+        p = self.plan
+        ws = _empty(x, (p.workspace_bytes,), "s8") if p.workspace_bytes else None
+        if _is_torch(x):
+            # Raw pointers: every tensor was checked by _prepare (type, shape, device; y, the vectors
+            # and the workspace made or converted on x's device), and a DLPack export per tensor
+            # cost more than the launch it feeds.
+            p.run_ptrs(self.w._s, x2.data_ptr(), y.data_ptr(), 1.0, 0.0, 0, _ptr(self.b), _ptr(self.sr),
+                       _ptr(self.sc), _ptr(ws), _stream(self.dev))
+        else:
+            p.run(self.w._s, _raw(x2), _raw(y), 1.0, 0.0, None, self.b, self.sr, self.sc,
+                  None if ws is None else _raw(ws), _stream(self.dev))
+        return y.reshape(self.lead + (self.m,))
+
+
+def _prepare(w: SparseWeight, x, bias, activation, out_dtype, scale_row, scale_col) -> _Call:
+    """matmul's checks, conversions and plan for x's signature (not x's values)."""
     if not isinstance(w, SparseWeight):
         raise TypeError(f"matmul: w must be a SparseWeight (from spmma.compress), not {type(w).__name__}")
+    c = _Call()
+    c.w = w
     x_type = _spmma_type(x, "matmul: x")
-    m, k = w.shape
+    c.m, c.k = m, k = w.shape
     if x.ndim < 1 or int(x.shape[-1]) != k:
         raise ValueError(f"matmul: x has shape {tuple(x.shape)}, its last dimension must be in_features = {k}")
-    lead = tuple(int(d) for d in x.shape[:-1])
+    c.lead = tuple(int(d) for d in x.shape[:-1])
     n = 1
-    for d in lead:
+    for d in c.lead:
         n *= d
-    x2 = x.reshape(n, k)  # a view where x's layout allows, else a copy (the framework's rule)
+    c.n = n
+    c.y_type = _out_type(out_dtype, x_type)
     if n == 0:
-        return _empty(x, lead + (m,), _out_type(out_dtype, x_type))
+        return c
+    x2 = x.reshape(n, k)  # a view where x's layout allows, else a copy (the framework's rule)
     ldx, step = (int(v) for v in _strides(x2))
     if step != 1:
         raise ValueError("matmul: x's last dimension must be contiguous")
-    dev = _device(x)
+    c.dev = dev = _device(x)
     if dev != w._device:
         raise ValueError(f"matmul: x is on {'cpu' if dev < 0 else f'cuda:{dev}'}, the weight on {w.device}")
-    y_type = _out_type(out_dtype, x_type)
-    y = _empty(x, (n, m), y_type)
     act = activation or "none"
-    b = _float32(bias, x, m, "bias") if bias is not None else None
-    sr = _float32(scale_row, x, m, "scale_row") if scale_row is not None else None
-    sc = _float32(scale_col, x, n, "scale_col") if scale_col is not None else None
+    c.b = b = _float32(bias, x, m, "bias") if bias is not None else None
+    c.sr = sr = _float32(scale_row, x, m, "scale_row") if scale_row is not None else None
+    c.sc = sc = _float32(scale_col, x, n, "scale_col") if scale_col is not None else None
+    y_type = c.y_type
     key = (w.dtype, m, k, dev, n, ldx, x_type, y_type, act, b is not None, sr is not None, sc is not None)
-    p = _plan(w, key, lambda: _spmma.plan(w._s, n, 1, ldx, 0, m, 0, x_type, y_type, act, b is not None,
-                                          sr is not None, sc is not None))
-    ws = None
-    if p.workspace_bytes:
-        ws = _empty(x, (p.workspace_bytes,), "s8")
-    if _is_torch(x):
-        # Raw pointers: every tensor was checked above (type, shape, device; y, the vectors and the
-        # workspace made or converted on x's device), and a DLPack export per tensor cost more
-        # than the launch it feeds.
-        p.run_ptrs(w._s, x2.data_ptr(), y.data_ptr(), 1.0, 0.0, 0, _ptr(b), _ptr(sr), _ptr(sc), _ptr(ws),
-                   _stream(dev))
-    else:
-        p.run(w._s, _raw(x2), _raw(y), 1.0, 0.0, None, b, sr, sc, None if ws is None else _raw(ws), _stream(dev))
-    return y.reshape(lead + (m,))
+    c.plan = _plan(w, key, lambda: _spmma.plan(w._s, n, 1, ldx, 0, m, 0, x_type, y_type, act, b is not None,
+                                               sr is not None, sc is not None))
+    return c
 
 
 def _ptr(t) -> int:

@@ -33,7 +33,7 @@ from typing import Callable, Optional
 import torch
 from torch import Tensor, nn
 
-from . import (_OUT_NAMES, SparseWeight, _input_type, _out_type, _spmma, compress, matmul)
+from . import (_OUT_NAMES, SparseWeight, _input_type, _out_type, _prepare, _spmma, compress, matmul)
 
 __all__ = ["SparseLinear", "sparsify_", "sparse_linear", "to_semi_structured", "dense_weight"]
 
@@ -227,6 +227,49 @@ def sparse_linear(x: Tensor, values: Tensor, metadata: Tensor, weight_type: str,
 _is_compiling = getattr(torch.compiler, "is_compiling", None) or torch._dynamo.is_compiling
 
 
+# SparseLinear's eager calls: per layer, per x signature (dtype, device, shape, strides), the
+# checked arguments and plan of the last call (spmma._Call), with the tensors and versions it was
+# made for; a call with the same signature, buffers and versions only allocates y and launches.
+# The checks, the weight cache's lookup and the plan cache's key took most of a call's Python
+# time (CPU profile: _check, _weight and spmma.matmul's own lines). At most _MAX_CALLS
+# signatures per layer (prefill lengths vary); outside the layer (a weak key), so deepcopy and
+# pickling never see them.
+_CALLS: "weakref.WeakKeyDictionary[nn.Module, dict]" = weakref.WeakKeyDictionary()
+_MAX_CALLS = 16
+
+
+def _state(values: Tensor, metadata: Tensor, bias: Optional[Tensor]) -> tuple:
+    try:
+        bv = None if bias is None else bias._version
+    except RuntimeError:  # an inference tensor
+        bv = None
+    return _versions(values, metadata) + (bv,)
+
+
+def _eager(layer: "SparseLinear", x: Tensor) -> Tensor:
+    v, md, b = layer.values, layer.metadata, layer.bias
+    if x.stride(-1) != 1 or (x.is_cuda and torch.cuda.is_current_stream_capturing()):
+        # A copy of x, or a capture (the weight cache records which weights a graph holds): the
+        # whole path.
+        return _sparse_linear(x, v, md, layer.weight_type, layer.in_features, b, layer.activation, layer.out_dtype)
+    calls = _CALLS.setdefault(layer, {})
+    sig = (x.dtype, x.device, x.shape, x.stride())
+    e = calls.get(sig)
+    state = _state(v, md, b)
+    if e is not None and e[0] is v and e[1] is md and e[2] is b and e[3] == state:
+        return e[4].launch(x)
+    _check(x, v, md, layer.weight_type, layer.in_features, b, layer.activation, layer.out_dtype, None, None)
+    call = _prepare(_weight(v, md, layer.weight_type, layer.in_features), x, b, layer.activation, layer.out_dtype,
+                    None, None)
+    if call.n == 0:
+        return matmul(call.w, x, bias=b, activation=layer.activation, out_dtype=layer.out_dtype)
+    calls.pop(sig, None)
+    calls[sig] = (v, md, b, state, call)
+    if len(calls) > _MAX_CALLS:
+        calls.pop(next(iter(calls)))
+    return call.launch(x)
+
+
 @sparse_linear.register_fake
 def _sparse_linear_fake(x, values, metadata, weight_type, in_features, bias=None, activation=None, out_dtype=None,
                         scale_row=None, scale_col=None):
@@ -397,14 +440,19 @@ class SparseLinear(nn.Module):
         args = (x, self.values, self.metadata, self.weight_type, self.in_features, self.bias, self.activation,
                 self.out_dtype)
         # Eager inference (a plain tensor, nothing to differentiate, not tracing) calls the op's
-        # implementation directly: torch.library's dispatch and autograd wrapper took 80 of a
-        # call's 190 µs here (CPU, cProfile), and an eager Llama-3-8B MLP block on the H100 spent
-        # 400-550 µs beyond its kernels (docs/python.md). Tracing (torch.compile, export), fake
-        # tensors and gradients go through the op, which is what they need it for.
+        # implementation directly, through the per-signature calls of _eager: torch.library's
+        # dispatch and autograd wrapper took 80 of a call's 190 µs here (CPU, cProfile), and an
+        # eager Llama-3-8B MLP block on the H100 spent 400-550 µs beyond its kernels, 180-280 µs
+        # without the dispatch (docs/python.md). Tracing (torch.compile, export), fake tensors and
+        # gradients go through the op, which is what they need it for.
         if (type(x) is torch.Tensor and not _is_compiling()
                 and not (torch.is_grad_enabled() and (x.requires_grad or (self.bias is not None and self.bias.requires_grad)))):
-            return _sparse_linear(*args)
+            return _eager(self, x)
         return sparse_linear(*args)
+
+    def _apply(self, fn, *args, **kwargs):
+        _CALLS.pop(self, None)  # .to(), .cuda(), .half(): new tensors; drop the calls made for the old ones
+        return super()._apply(fn, *args, **kwargs)
 
     def dense_weight(self) -> Tensor:
         """The pruned dense weight (out_features x in_features) in the weight's dtype, on its device."""

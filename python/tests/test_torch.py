@@ -650,3 +650,35 @@ def test_eager_fast_path_equals_the_op(gen, device):
         w = layer.sparse_weight()
         via_numpy = spmma.matmul(w, x.numpy(), bias=layer.bias.detach().float().numpy(), activation="gelu")
         assert np.array_equal(np.asarray(via_numpy).view(np.uint16), op.detach().view(torch.int16).numpy().view(np.uint16))
+
+
+def test_eager_calls_follow_the_layer(gen):
+    """SparseLinear's eager calls keep each x signature's checked plan (spmma.torch._eager): a
+    changed bias, new weights loaded in place, a new device or dtype of x, and more signatures
+    than it keeps must each give the op's result, never a stale one."""
+    layer = st.SparseLinear.from_dense(nn.Linear(64, 48).half())
+    other = st.SparseLinear.from_dense(nn.Linear(64, 48).half())
+
+    def op(x):
+        return torch.ops.spmma.sparse_linear(x, layer.values, layer.metadata, layer.weight_type, layer.in_features,
+                                             layer.bias, layer.activation, layer.out_dtype)
+
+    with torch.inference_mode():
+        xs = [rand((n, 64), torch.float16, gen) for n in (1, 5, 1, 3)]
+        for x in xs:
+            assert torch.equal(layer(x), op(x))
+    with torch.no_grad():
+        layer.bias.add_(0.5)  # in place: a new version
+    with torch.inference_mode():
+        assert torch.equal(layer(xs[0]), op(xs[0]))
+    layer.load_state_dict(other.state_dict())  # copies into the buffers in place
+    with torch.inference_mode():
+        y = layer(xs[1])
+        assert torch.equal(y, op(xs[1]))
+        assert torch.equal(y, other(xs[1]))
+        for n in range(1, st._MAX_CALLS + 4):  # more signatures than a layer keeps
+            x = rand((n, 64), torch.float16, gen)
+            assert torch.equal(layer(x), op(x))
+        assert len(st._CALLS[layer]) <= st._MAX_CALLS
+    layer.to(torch.float32)  # _apply: the calls made for the old tensors go
+    assert layer not in st._CALLS
