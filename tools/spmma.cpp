@@ -9,7 +9,11 @@
 //      answer; or an unexpected exception
 //   2  every error: an spmma::Error (bad file, bad type name, shape mismatch...), a command-line
 //      parse error (CLI11's own, e.g. a missing argument), running out of memory, a failed write
-//      to standard output. One line: "spmma: error: <message>".
+//      to standard output. One line: "spmma: error: <message>"; with --json anywhere on the
+//      command line also one JSON object on standard output, {"error": {"status": "...",
+//      "exit_code": 2, "message": "..."}} (status: spmma::Status's name, "usage" for a
+//      command-line error, "out_of_memory", "io_error" for standard output), so that a caller
+//      reading JSON gets JSON whatever happened.
 //   77 `spmma conform` without a GPU (CTest's "skipped")
 #include <ctime>
 #include <exception>
@@ -18,6 +22,7 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "commands.hpp"
 #include "provenance.hpp"
@@ -26,9 +31,11 @@
 
 namespace {
 
+bool g_json = false;  // --json on the command line: errors as JSON on standard output too
+
 // The documented one-line error: a message with line breaks (CLI11's, or text quoted from a
 // file) is folded onto one line.
-int error_line(const std::string& message, int code) {
+int error_line(const std::string& message, int code, const std::string& status = "error") {
   std::cout.flush();
   std::string one;
   for (char c : message) {
@@ -40,6 +47,7 @@ int error_line(const std::string& message, int code) {
   }
   while (!one.empty() && one.back() == ' ') one.pop_back();
   std::cerr << "spmma: error: " << one << "\n";
+  if (g_json) std::cout << nlohmann::json{{"error", {{"status", status}, {"exit_code", code}, {"message", one}}}}.dump() << std::endl;
   return code;
 }
 
@@ -88,6 +96,7 @@ std::string utc_now() {
 
 int main(int argc, char** argv) {
   spmma::cli::set_command_line(argc, argv);
+  for (int i = 1; i < argc; ++i) g_json = g_json || std::string(argv[i]) == "--json";
   CLI::App app{
       "spmma: a model of NVIDIA's sparse tensor-core MMA instructions (mma.sp, wgmma.sp).\n"
       "Prune, check, compress and decompress structured-sparse matrices (.npy, .safetensors),\n"
@@ -119,11 +128,12 @@ int main(int argc, char** argv) {
     std::cout.flush();
     return e.get_exit_code();  // a command's answer, already printed (check: 1, conform: 77)
   } catch (const CLI::ParseError& e) {
-    return error_line(parse_error_text(app, e, argc, argv), 2);
+    return error_line(parse_error_text(app, e, argc, argv), 2, "usage");
   } catch (const spmma::Error& e) {
-    return error_line(e.what(), 2);
+    return error_line(e.what(), 2, std::string(spmma::status_name(e.code())));
   } catch (const std::bad_alloc&) {
-    return error_line("out of memory: the request needs more memory than this machine can give; use smaller sizes", 2);
+    return error_line("out of memory: the request needs more memory than this machine can give; use smaller sizes", 2,
+                      "out_of_memory");
   } catch (const std::exception& e) {
     std::cout.flush();
     std::cerr << "spmma: unexpected error: " << e.what() << "\n";
@@ -131,6 +141,6 @@ int main(int argc, char** argv) {
   }
   // Output to a full disk or a closed pipe must not end in status 0.
   std::cout.flush();
-  if (!std::cout) return error_line("standard output: write failed", 2);
+  if (!std::cout) return error_line("standard output: write failed", 2, "io_error");
   return 0;
 }

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// `spmma bench` on long runs (issue 13, item 8): each row is printed as its case finishes, a
-// progress line goes to stderr only where stderr is a terminal, and --quiet silences it. The
-// terminal is a pseudo-terminal made by util-linux's `script`.
+// What the CLI prints for programs and people (issue 13, item 8): `spmma bench` prints each row as
+// its case finishes, a progress line goes to stderr only where stderr is a terminal (a
+// pseudo-terminal made by util-linux's `script` here), --quiet silences it; with --json an error
+// is a JSON object on standard output too.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "cli_run.hpp"
 
@@ -51,6 +54,31 @@ TEST(CliBench, ProgressOnATerminalUnlessQuiet) {
   const std::string quiet = on_terminal(dir, std::string(kCases) + " --quiet");
   EXPECT_EQ(quiet.find("[1/2]"), std::string::npos) << quiet;
   EXPECT_NE(quiet.find("timing the CPU path"), std::string::npos) << quiet;  // the terminal was there
+}
+
+// --json anywhere: an error is also {"error": {"status", "exit_code", "message"}} on standard
+// output (the one-line message stays on stderr), for a usage error and for spmma's own.
+TEST(CliJson, ErrorsAreJsonToo) {
+  TempDir dir("json_err");
+  struct Case {
+    std::string args, status, says;
+  };
+  for (const Case& c : {Case{"bench --cpu --reps 0 --json", "invalid_argument", "must be at least 1"},
+                        Case{"bench --cpu --bogus --json", "usage", "bogus"},
+                        Case{"check " + quote(dir.path("missing.safetensors")) + " --json", "io_error", "missing.safetensors"}}) {
+    const CliResult r = spmma::test::run_cli(dir, c.args);
+    EXPECT_EQ(r.code, 2) << c.args;
+    const auto j = nlohmann::json::parse(r.out, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << c.args << ": " << r.out;
+    EXPECT_EQ(j["error"]["status"], c.status) << c.args << ": " << r.out;
+    EXPECT_EQ(j["error"]["exit_code"], 2);
+    EXPECT_NE(j["error"]["message"].get<std::string>().find(c.says), std::string::npos) << r.out;
+    EXPECT_NE(r.err.find("spmma: error: "), std::string::npos) << r.err;
+  }
+  // Without --json, nothing on standard output.
+  const CliResult plain = spmma::test::run_cli(dir, "bench --cpu --reps 0");
+  EXPECT_EQ(plain.code, 2);
+  EXPECT_TRUE(plain.out.empty()) << plain.out;
 }
 
 }  // namespace
