@@ -60,7 +60,7 @@ TEST_F(CliErrors, ParseErrorsAreOneLineWithStatus2) {
       {"check", {"check: ", "IN is required", "spmma check --help"}},
       {"check x.npy --type bf16 --foo", {"check: ", "--foo"}},
       {"check x.npy", {"check: ", "--type"}},
-      {"prune x.npy", {"prune: ", "OUT.npy"}},
+      {"prune x.npy", {"prune: ", "OUT is required"}},
       {"decompress", {"decompress: "}},
       {"decompress a b c", {"decompress: "}},
       {"demo --m abc", {"demo: ", "abc"}},

@@ -727,4 +727,415 @@ TEST_F(CliFormats, BitPatternsWithBitsOrRawDtypesEqualValues) {
   expect_error(run("prune " + quote(in) + " " + quote(path("o.npy")) + " --type bf16 --mask " + quote(f)), {f, "raw bytes"});
 }
 
+// ---------------------------------------------------------------- issue 13, item 9
+// prune, compress and decompress of whole checkpoints. The expectations are computed here, from
+// the documented rules, not by the code under test: each chunk keeps its `kept` largest |w| (ties
+// to the lower column) with their exact bits, the rest is +0; the compressed values are a row's
+// kept elements in column order, each nibble names their positions.
+
+// One dtype of the synthetic checkpoint: its element type, the pattern's chunk and kept count.
+struct CkptKind {
+  const char* dtype;
+  ElemType t;
+  int chunk, kept;
+  const char* pattern;
+};
+const CkptKind kCkptKinds[] = {
+    {"BF16", ElemType::bf16, 4, 2, "2:4"},    {"F16", ElemType::f16, 4, 2, "2:4"},
+    {"F8_E4M3", ElemType::e4m3, 4, 2, "2:4"}, {"I8", ElemType::s8, 4, 2, "2:4"},
+    {"F32", ElemType::f32, 2, 1, "1:2"},
+};
+
+SafeTensor bits_tensor(const std::string& name, const std::string& dtype, std::vector<int64_t> shape, ElemType t,
+                       const std::vector<uint64_t>& bits) {
+  SafeTensor s{name, dtype, std::move(shape), {}};
+  const int w = memory_bits(t);
+  s.data.assign(bits.size() * static_cast<size_t>(w / 8), 0);
+  for (size_t i = 0; i < bits.size(); ++i) store_element(s.data.data(), static_cast<int64_t>(i), w, bits[i]);
+  return s;
+}
+
+std::vector<uint64_t> tensor_bits(const SafeTensor& s, ElemType t) {
+  const int w = memory_bits(t);
+  std::vector<uint64_t> out(s.data.size() / static_cast<size_t>(w / 8));
+  for (size_t i = 0; i < out.size(); ++i) out[i] = load_element(s.data.data(), static_cast<int64_t>(i), w);
+  return out;
+}
+
+// Magnitude pruning as documented, written independently of src/core: a stable sort of each
+// chunk's positions by |w|, largest first.
+std::vector<uint64_t> expected_prune(const std::vector<uint64_t>& bits, const CkptKind& k) {
+  std::vector<uint64_t> out(bits.size(), 0);
+  for (size_t c0 = 0; c0 < bits.size(); c0 += static_cast<size_t>(k.chunk)) {
+    std::vector<int> pos(static_cast<size_t>(k.chunk));
+    for (int i = 0; i < k.chunk; ++i) pos[static_cast<size_t>(i)] = i;
+    std::stable_sort(pos.begin(), pos.end(), [&](int a, int b) {
+      return std::fabs(decode(k.t, bits[c0 + static_cast<size_t>(a)])) >
+             std::fabs(decode(k.t, bits[c0 + static_cast<size_t>(b)]));
+    });
+    for (int i = 0; i < k.kept; ++i)
+      out[c0 + static_cast<size_t>(pos[static_cast<size_t>(i)])] =
+          bits[c0 + static_cast<size_t>(pos[static_cast<size_t>(i)])];
+  }
+  return out;
+}
+
+class CliCheckpoint : public CliFormats {
+ protected:
+  // A non-zero finite element of t, either sign.
+  uint64_t random_bits(ElemType t) {
+    std::bernoulli_distribution neg(0.5);
+    if (t == ElemType::s8) return encode(t, std::uniform_int_distribution<int>(1, 127)(rng_) * (neg(rng_) ? -1 : 1));
+    return encode(t, std::uniform_real_distribution<double>(0.5, 6.0)(rng_) * (neg(rng_) ? -1 : 1));
+  }
+  std::vector<uint64_t> random_tensor(ElemType t, int64_t n) {
+    std::vector<uint64_t> v(static_cast<size_t>(n));
+    for (auto& b : v) b = random_bits(t);
+    return v;
+  }
+
+  // One 2-D tensor per kind ("layers.K.NAME.weight", random rows and columns), a 1-D bias, a BF16
+  // tensor with 6 columns (not whole 2:4 chunks), an I32 one; __metadata__ {"format": "pt"}.
+  SafeTensors make_checkpoint() {
+    SafeTensors f;
+    f.metadata = {{"format", "pt"}};
+    int layer = 0;
+    for (const CkptKind& k : kCkptKinds) {
+      const int64_t rows = 1 + rng_() % 6, cols = 8 * (1 + rng_() % 3);
+      const std::string name = "layers." + std::to_string(layer++ % 2) + "." + k.dtype + ".weight";
+      f.tensors.push_back(bits_tensor(name, k.dtype, {rows, cols}, k.t, random_tensor(k.t, rows * cols)));
+      if (layer == 2)
+        f.tensors.push_back(
+            bits_tensor("layers.0.bias", "F32", {cols}, ElemType::f32, random_tensor(ElemType::f32, cols)));
+    }
+    f.tensors.push_back(bits_tensor("odd.weight", "BF16", {3, 6}, ElemType::bf16, random_tensor(ElemType::bf16, 18)));
+    f.tensors.push_back(bits_tensor("ids", "I32", {2, 4}, ElemType::s32, random_tensor(ElemType::s32, 8)));
+    return f;
+  }
+
+  static const CkptKind* kind_of(const SafeTensor& s) {
+    if (s.shape.size() != 2 || s.name == "odd.weight") return nullptr;
+    for (const CkptKind& k : kCkptKinds)
+      if (s.dtype == k.dtype) return &k;
+    return nullptr;
+  }
+};
+
+TEST_F(CliCheckpoint, PruneCompressDecompressRoundTripBitForBit) {
+  const SafeTensors model = make_checkpoint();
+  const std::string m = path("model.safetensors"), p = path("pruned.safetensors"), c = path("compressed.safetensors"),
+                    d = path("dense.safetensors");
+  write_safetensors(m, model);
+
+  // prune: the documented selection, in each tensor's own dtype; everything else byte for byte.
+  CliResult r = run("prune " + quote(m) + " " + quote(p) + " --json");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["summary"], json::parse(R"({"pruned": 5, "already_satisfied": 0, "skipped": 3})")) << r.out;
+  const SafeTensors pruned = read_safetensors(p);
+  ASSERT_EQ(pruned.tensors.size(), model.tensors.size());
+  std::map<std::string, json> report;
+  for (const auto& t : j["tensors"]) report[t["name"]] = t;
+  for (size_t i = 0; i < model.tensors.size(); ++i) {
+    const SafeTensor &in = model.tensors[i], &out = pruned.tensors[i];
+    SCOPED_TRACE(in.name);
+    EXPECT_EQ(out.name, in.name);  // the same order
+    EXPECT_EQ(out.dtype, in.dtype);
+    EXPECT_EQ(out.shape, in.shape);
+    const CkptKind* k = kind_of(in);
+    if (!k) {
+      EXPECT_EQ(out.data, in.data);
+      EXPECT_EQ(report[in.name]["status"], "skipped");
+      EXPECT_FALSE(pruned.metadata.contains("spmma.pruned." + in.name));
+      continue;
+    }
+    const std::vector<uint64_t> before = tensor_bits(in, k->t), want = expected_prune(before, *k);
+    EXPECT_EQ(tensor_bits(out, k->t), want);
+    EXPECT_EQ(pruned.metadata.at("spmma.pruned." + in.name), k->pattern);
+    const json& t = report[in.name];
+    EXPECT_EQ(t["status"], "pruned");
+    EXPECT_EQ(t["pattern"], k->pattern);
+    EXPECT_EQ(t["nonzeros"], static_cast<int64_t>(before.size()));
+    EXPECT_EQ(t["nonzeros_kept"], static_cast<int64_t>(before.size()) / k->chunk * k->kept);
+    double l1 = 0, removed = 0;
+    for (size_t e = 0; e < before.size(); ++e) {
+      l1 += std::fabs(decode(k->t, before[e]));
+      if (want[e] == 0) removed += std::fabs(decode(k->t, before[e]));
+    }
+    EXPECT_NEAR(t["removed"]["l1_fraction"].get<double>(), removed / l1, 1e-12);
+
+    // The same bits as `spmma prune` of the tensor as a .npy of bit patterns.
+    const size_t width = in.data.size() / before.size();
+    NpyArray a = make_npy(width == 1 ? "|u1" : width == 2 ? "<u2" : "<u4", in.shape);
+    for (size_t e = 0; e < before.size(); ++e) npy_set_raw(a, static_cast<int64_t>(e), before[e]);
+    write_npy(path("t.npy"), a);
+    ASSERT_EQ(run("prune " + quote(path("t.npy")) + " " + quote(path("tp.npy")) + " --bits --type " +
+                  std::string(type_name(k->t)))
+                  .code,
+              0);
+    const NpyArray tp = read_npy(path("tp.npy"));
+    for (size_t e = 0; e < want.size(); ++e)
+      ASSERT_EQ(npy_raw(tp, static_cast<int64_t>(e)), want[e]) << "element " << e;
+  }
+  EXPECT_EQ(pruned.metadata.at("format"), "pt");
+  EXPECT_EQ(pruned.metadata.at("spmma.pruned_by").rfind("spmma ", 0), 0u);
+
+  // The pruned checkpoint satisfies check; the model does not.
+  r = run("check " + quote(p) + " --json");
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(json::parse(r.out)["summary"], json::parse(R"({"checked": 5, "satisfy": 5, "violate": 0, "skipped": 3})"));
+  EXPECT_EQ(run("check " + quote(m)).code, 1);
+  // Pruning again changes nothing.
+  r = run("prune " + quote(p) + " " + quote(path("again.safetensors")));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("0 tensors pruned, 5 already satisfied"), std::string::npos) << r.out;
+  EXPECT_EQ(slurp(path("again.safetensors")), slurp(p));
+
+  // compress: NAME.values and NAME.metadata in NAME's place, the records in __metadata__.
+  r = run("compress " + quote(p) + " " + quote(c) + " --json");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  j = json::parse(r.out);
+  EXPECT_EQ(j["summary"]["compressed"], 5);
+  EXPECT_EQ(j["summary"]["skipped"], 3);
+  const SafeTensors comp = read_safetensors(c);
+  EXPECT_EQ(comp.metadata.at("spmma.format"), "spmma.compressed-checkpoint");
+  EXPECT_EQ(comp.metadata.at("spmma.format_version"), "1");
+  EXPECT_EQ(comp.metadata.at("format"), "pt");
+  size_t at = 0;
+  uint64_t total_before = 0, total_after = 0;
+  for (const SafeTensor& in : pruned.tensors) {
+    SCOPED_TRACE(in.name);
+    total_before += in.data.size();
+    const CkptKind* k = kind_of(in);
+    ASSERT_LT(at, comp.tensors.size());
+    if (!k) {
+      EXPECT_EQ(comp.tensors[at].name, in.name);
+      EXPECT_EQ(comp.tensors[at].data, in.data);
+      total_after += in.data.size();
+      ++at;
+      continue;
+    }
+    const int64_t rows = in.shape[0], cols = in.shape[1], chunks = cols / k->chunk, words = (chunks + 3) / 4;
+    ASSERT_LT(at + 1, comp.tensors.size());
+    const SafeTensor &v = comp.tensors[at], &mt = comp.tensors[at + 1];
+    at += 2;
+    EXPECT_EQ(v.name, in.name + ".values");
+    EXPECT_EQ(v.dtype, in.dtype);
+    EXPECT_EQ(v.shape, (std::vector<int64_t>{rows, cols / 2}));
+    EXPECT_EQ(mt.name, in.name + ".metadata");
+    EXPECT_EQ(mt.dtype, "U16");
+    EXPECT_EQ(mt.shape, (std::vector<int64_t>{rows, words}));
+    const std::string rec = "spmma.compressed." + in.name + ".";
+    EXPECT_EQ(comp.metadata.at(rec + "type"), type_name(k->t));
+    EXPECT_EQ(comp.metadata.at(rec + "pattern"), k->pattern);
+    EXPECT_EQ(comp.metadata.at(rec + "rows"), std::to_string(rows));
+    EXPECT_EQ(comp.metadata.at(rec + "cols"), std::to_string(cols));
+    EXPECT_EQ(comp.metadata.at(rec + "ordered"), "true");
+    // The values are each row's non-zeros in column order; nibble = idx0 | idx1 << 2 (1:2: 0x4
+    // for element 0, 0xE for element 1).
+    const std::vector<uint64_t> dense = tensor_bits(in, k->t), values = tensor_bits(v, k->t);
+    std::vector<uint64_t> want_values;
+    std::vector<uint16_t> want_meta(static_cast<size_t>(rows * words), 0);
+    for (int64_t row = 0; row < rows; ++row)
+      for (int64_t ch = 0; ch < chunks; ++ch) {
+        std::vector<int> nz;
+        for (int e = 0; e < k->chunk; ++e)
+          if (dense[static_cast<size_t>(row * cols + ch * k->chunk + e)] != 0) {
+            nz.push_back(e);
+            want_values.push_back(dense[static_cast<size_t>(row * cols + ch * k->chunk + e)]);
+          }
+        ASSERT_EQ(nz.size(), static_cast<size_t>(k->kept));
+        const unsigned nib = k->kept == 1 ? (nz[0] == 0 ? 0x4u : 0xEu) : static_cast<unsigned>(nz[0] | nz[1] << 2);
+        want_meta[static_cast<size_t>(row * words + ch / 4)] |= static_cast<uint16_t>(nib << (4 * (ch % 4)));
+      }
+    EXPECT_EQ(values, want_values);
+    std::vector<uint16_t> meta(static_cast<size_t>(rows * words));
+    for (size_t w = 0; w < meta.size(); ++w) meta[w] = static_cast<uint16_t>(mt.data[2 * w] | mt.data[2 * w + 1] << 8);
+    EXPECT_EQ(meta, want_meta);
+    total_after += v.data.size() + mt.data.size();
+  }
+  EXPECT_EQ(at, comp.tensors.size());
+  EXPECT_EQ(j["summary"]["bytes_before"], total_before);
+  EXPECT_EQ(j["summary"]["bytes_after"], total_after);
+
+  // decompress gives the pruned checkpoint back: the same file, byte for byte.
+  r = run("decompress " + quote(c) + " " + quote(d));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("5 tensors restored, 3 copied"), std::string::npos) << r.out;
+  EXPECT_EQ(slurp(d), slurp(p));
+}
+
+TEST_F(CliCheckpoint, TensorsSelectsByName) {
+  const SafeTensors model = make_checkpoint();
+  const std::string m = path("model.safetensors"), p = path("p.safetensors"), c = path("c.safetensors"),
+                    d = path("d.safetensors");
+  write_safetensors(m, model);
+  // layers.0.*: BF16, F8_E4M3, F32 weights and the bias (skipped, 1-D).
+  CliResult r = run("prune " + quote(m) + " " + quote(p) + " --tensors 'layers.0.*' --json");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["summary"], json::parse(R"({"pruned": 3, "already_satisfied": 0, "skipped": 1})")) << r.out;
+  EXPECT_EQ(j["tensors"].size(), 4u);
+  const SafeTensors pruned = read_safetensors(p);
+  for (size_t i = 0; i < model.tensors.size(); ++i) {
+    const SafeTensor &in = model.tensors[i], &out = pruned.tensors[i];
+    SCOPED_TRACE(in.name);
+    const CkptKind* k = kind_of(in);
+    if (k && in.name.starts_with("layers.0.")) {
+      EXPECT_EQ(tensor_bits(out, k->t), expected_prune(tensor_bits(in, k->t), *k));
+      EXPECT_TRUE(pruned.metadata.contains("spmma.pruned." + in.name));
+    } else {
+      EXPECT_EQ(out.data, in.data);
+      EXPECT_FALSE(pruned.metadata.contains("spmma.pruned." + in.name));
+    }
+  }
+  // Only the selected tensors need satisfy their pattern to be compressed.
+  r = run("compress " + quote(p) + " " + quote(c) + " --tensors 'layers.0.*' --tensors ids");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("3 tensors compressed, 2 skipped"), std::string::npos) << r.out;
+  const SafeTensors comp = read_safetensors(c);
+  EXPECT_EQ(comp.tensors.size(), model.tensors.size() + 3);
+  EXPECT_NE(comp.find("layers.0.BF16.weight.values"), nullptr);
+  EXPECT_EQ(comp.find("layers.1.F16.weight.values"), nullptr);
+  EXPECT_NE(comp.find("layers.1.F16.weight"), nullptr);
+  ASSERT_EQ(run("decompress " + quote(c) + " " + quote(d)).code, 0);
+  EXPECT_EQ(slurp(d), slurp(p));
+
+  // --type names the pattern: tf32's 1:2 is one only F32 has; the others are skipped, their own
+  // type having no 1:2 form.
+  r = run("prune " + quote(m) + " " + quote(p) + " --type tf32 --json");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  j = json::parse(r.out);
+  EXPECT_EQ(j["summary"]["pruned"], 1);
+  for (const auto& t : j["tensors"])
+    if (t["name"] == "layers.0.BF16.weight") EXPECT_EQ(t["why"], "BF16 (bf16) has no 1:2 form (--type tf32)");
+
+  // A selection that matches nothing: the file and the patterns.
+  for (const char* cmd : {"prune", "compress"})
+    expect_error(
+        run(std::string(cmd) + " " + quote(m) + " " + quote(path("x.safetensors")) + " --tensors 'nope*' --tensors zz"),
+        {m, "no tensor matches --tensors 'nope*' 'zz'", "8 tensors in the file"});
+  EXPECT_FALSE(fs::exists(path("x.safetensors")));
+}
+
+// A -0 is a zero: prune writes +0 for every zero (so the round trip is exact); compress reports
+// the -0s the format cannot keep. NaN is the largest magnitude and keeps its payload.
+TEST_F(CliCheckpoint, SignedZerosAndNaN) {
+  const uint64_t nz = 0x8000, nan = 0x7FC1, five = encode(ElemType::bf16, 5), one = encode(ElemType::bf16, 1),
+                 two = encode(ElemType::bf16, 2), three = encode(ElemType::bf16, -3), m1 = encode(ElemType::bf16, -1);
+  SafeTensors f;
+  f.tensors.push_back(
+      bits_tensor("w", "BF16", {1, 12}, ElemType::bf16, {nz, five, 0, 0, nan, one, two, three, nz, nz, m1, 0}));
+  const std::string m = path("m.safetensors"), p = path("p.safetensors"), c = path("c.safetensors"),
+                    d = path("d.safetensors");
+  write_safetensors(m, f);
+  CliResult r = run("prune " + quote(m) + " " + quote(p) + " --json");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(json::parse(r.out)["tensors"][0]["negative_zeros_to_positive"], 3);
+  EXPECT_EQ(tensor_bits(read_safetensors(p).tensors[0], ElemType::bf16),
+            (std::vector<uint64_t>{0, five, 0, 0, nan, 0, 0, three, 0, 0, m1, 0}));
+  ASSERT_EQ(run("compress " + quote(p) + " " + quote(c)).code, 0);
+  ASSERT_EQ(run("decompress " + quote(c) + " " + quote(d)).code, 0);
+  EXPECT_EQ(slurp(d), slurp(p));
+
+  // A checkpoint that satisfies 2:4 with -0 where no nibble points: compress says so.
+  f.tensors[0] = bits_tensor("w", "BF16", {1, 8}, ElemType::bf16, {nz, five, 0, three, five, nz, 0, 0});
+  write_safetensors(m, f);
+  r = run("compress " + quote(m) + " " + quote(c) + " --json");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(json::parse(r.out)["tensors"][0]["negative_zeros_to_positive"], 2);
+  ASSERT_EQ(run("decompress " + quote(c) + " " + quote(d)).code, 0);
+  EXPECT_EQ(tensor_bits(read_safetensors(d).tensors[0], ElemType::bf16),
+            (std::vector<uint64_t>{0, five, 0, three, five, 0, 0, 0}));
+}
+
+TEST_F(CliCheckpoint, ErrorsNameTheFileTensorAndWhatToDo) {
+  SafeTensors model = make_checkpoint();
+  const std::string m = path("model.safetensors"), p = path("p.safetensors"), c = path("c.safetensors"),
+                    out = path("out.safetensors");
+  write_safetensors(m, model);
+  ASSERT_EQ(run("prune " + quote(m) + " " + quote(p)).code, 0);
+
+  // An unpruned tensor into compress: pattern_violation naming tensor, row and chunk; no output.
+  SafeTensors bad = read_safetensors(p);
+  SafeTensor* t = nullptr;
+  for (SafeTensor& s : bad.tensors)
+    if (s.dtype == "F16" && s.shape.size() == 2) t = &s;
+  ASSERT_NE(t, nullptr);
+  const int64_t rows = t->shape[0], cols = t->shape[1];
+  const int64_t row = static_cast<int64_t>(rng_() % static_cast<unsigned>(rows)),
+                chunk = static_cast<int64_t>(rng_() % static_cast<unsigned>(cols / 4));
+  std::vector<uint64_t> bits = tensor_bits(*t, ElemType::f16);
+  for (int e = 0; e < 4; ++e)
+    if (bits[static_cast<size_t>(row * cols + chunk * 4 + e)] == 0) {
+      bits[static_cast<size_t>(row * cols + chunk * 4 + e)] = encode(ElemType::f16, 1.5);
+      break;
+    }
+  *t = bits_tensor(t->name, "F16", {rows, cols}, ElemType::f16, bits);
+  const std::string b = path("bad.safetensors");
+  write_safetensors(b, bad);
+  expect_error(run("compress " + quote(b) + " " + quote(out)),
+               {b, "tensor \"" + t->name + "\"", "row " + std::to_string(row) + ", chunk " + std::to_string(chunk),
+                "3 non-zeros, 2:4 allows at most 2", "spmma prune"});
+  EXPECT_FALSE(fs::exists(out));
+  // The unpruned model: all five, counted.
+  expect_error(run("compress " + quote(m) + " " + quote(out)), {m, "row 0, chunk 0", "5 of 5 tensors", "spmma prune"});
+  // As compress of one .npy matrix: the place, and prune first.
+  const std::string in = path("in.npy");
+  write_npy(in, random_dense("bf16", 4, 8));
+  expect_error(run("compress " + quote(in) + " --type bf16 --out " + quote(c)), {in, "row 0, chunk 0", "spmma prune"});
+
+  // Not a compressed checkpoint into decompress: a plain checkpoint, a .npy, one compressed matrix.
+  expect_error(run("decompress " + quote(m) + " " + quote(out)),
+               {m, "not an spmma compressed checkpoint", "spmma.format"});
+  expect_error(run("decompress " + quote(in) + " " + quote(out)), {in, ".npy"});
+  const std::string pr = path("pr.npy"), one = path("one.safetensors");
+  ASSERT_EQ(run("prune " + quote(in) + " " + quote(pr) + " --type bf16").code, 0);
+  ASSERT_EQ(run("compress " + quote(pr) + " --type bf16 --out " + quote(one)).code, 0);
+  expect_error(run("decompress " + quote(one) + " " + quote(out)), {one, "one compressed matrix", "OUT.npy"});
+  EXPECT_EQ(run("decompress " + quote(one) + " " + quote(path("back.npy"))).code, 0);  // still works
+  ASSERT_EQ(run("compress " + quote(p) + " " + quote(c)).code, 0);
+  expect_error(run("decompress " + quote(c) + " " + quote(path("o.npy"))),
+               {c, "compressed checkpoint", "OUT.safetensors"});
+  expect_error(run("decompress " + quote(c) + " " + quote(out) + " --type bf16"), {"drop --type"});
+  // A compressed checkpoint is not pruned or compressed again.
+  for (const char* cmd : {"prune", "compress"})
+    expect_error(run(std::string(cmd) + " " + quote(c) + " " + quote(out)), {c, "decompress it first"});
+
+  // A damaged record: named, with the tensor.
+  SafeTensors comp = read_safetensors(c);
+  const std::string name = comp.tensors[0].name;  // kind_of: the first tensor of make_checkpoint is a weight
+  ASSERT_TRUE(name.ends_with(".values")) << name;
+  const std::string base = name.substr(0, name.size() - 7);
+  comp.metadata.erase("spmma.compressed." + base + ".rows");
+  write_safetensors(c, comp);
+  expect_error(run("decompress " + quote(c) + " " + quote(out)), {c, "\"" + base + "\"", "rows"});
+  comp.metadata["spmma.compressed." + base + ".rows"] = "1000";
+  write_safetensors(c, comp);
+  expect_error(run("decompress " + quote(c) + " " + quote(out)), {c, "\"" + base + "\"", "values"});
+  comp.metadata["spmma.compressed." + base + ".rowz"] = "1";
+  write_safetensors(c, comp);
+  expect_error(run("decompress " + quote(c) + " " + quote(out)), {c, ".rowz", "FIELD"});
+  comp.metadata["spmma.format_version"] = "2";
+  write_safetensors(c, comp);
+  expect_error(run("decompress " + quote(c) + " " + quote(out)), {c, "\"2\"", "version 1"});
+  EXPECT_FALSE(fs::exists(out));
+
+  // A name the compressed tensors would take; the wrong kind of output; options for .npy.
+  model.tensors.push_back(bits_tensor(model.tensors[0].name + ".values", "F32", {1}, ElemType::f32, {0}));
+  write_safetensors(m, model);
+  ASSERT_EQ(run("prune " + quote(m) + " " + quote(p)).code, 0);
+  expect_error(run("compress " + quote(p) + " " + quote(out)), {p, model.tensors[0].name + ".values", "--tensors"});
+  expect_error(run("prune " + quote(m) + " " + quote(path("o.npy"))), {"OUT ending in .safetensors"});
+  expect_error(run("prune " + quote(m) + " " + quote(m)), {"same file"});
+  expect_error(run("prune " + quote(m) + " " + quote(out) + " --mask " + quote(pr)), {"--mask is for .npy"});
+  expect_error(run("compress " + quote(m) + " " + quote(out) + " --out " + quote(out)), {"not both"});
+  expect_error(run("compress " + quote(m) + " --values " + quote(path("v.npy")) + " --meta " + quote(path("mm.npy"))),
+               {"not into --values"});
+  expect_error(run("compress " + quote(pr) + " " + quote(out) + " --type bf16"), {pr, "--out"});
+  expect_error(run("prune " + quote(in) + " " + quote(pr)), {"--type is required for .npy"});
+  expect_error(run("prune " + quote(in) + " " + quote(pr) + " --type bf16 --tensors x"),
+               {"--tensors selects tensors of a .safetensors"});
+}
+
 }  // namespace

@@ -7,6 +7,8 @@
 //                or values .npy (bit patterns) + metadata .npy (uint16) (--values / --meta)
 //   and back with decompress. The layouts are the ones of include/spmma/sparse.hpp; the file
 //   rules (dtypes, --bits, the container) are docs/files.md.
+// A .safetensors checkpoint as input goes to tools/checkpoint.cpp: check, prune and compress
+// work on each of its tensors, and decompress takes a compressed checkpoint back.
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -162,10 +164,24 @@ DenseInput read_dense(const std::string& file, const TypeAndPattern& tp, bool bi
 
 struct PruneOpts {
   std::string in, out, type, mask;
-  bool bits = false;
+  std::vector<std::string> tensors;
+  bool bits = false, json = false;
 };
 
 void run_prune(const PruneOpts& o) {
+  if (o.in.ends_with(".safetensors")) {  // a checkpoint: every tensor that can be sparse (tools/checkpoint.cpp)
+    if (!o.mask.empty())
+      fail(Status::invalid_argument, "prune: --mask is for .npy input (a checkpoint is pruned by magnitude)");
+    if (o.bits)
+      fail(Status::invalid_argument, "prune: --bits is for .npy input (a .safetensors tensor names its dtype)");
+    run_prune_checkpoint({.file = o.in, .out = o.out, .type = o.type, .tensors = o.tensors, .json = o.json});
+    return;
+  }
+  if (!o.tensors.empty())
+    fail(Status::invalid_argument, "prune: --tensors selects tensors of a .safetensors checkpoint, not of " + o.in);
+  if (o.json)
+    fail(Status::invalid_argument, "prune: --json is for a .safetensors checkpoint's report, not for " + o.in);
+  if (o.type.empty()) fail(Status::invalid_argument, "prune: --type is required for .npy input (" + o.in + ")");
   require_distinct({{"IN.npy", o.in}, {"--mask", o.mask}}, {{"OUT.npy", o.out}});
   const TypeAndPattern tp = resolve_type(o.type);
   const DenseInput in = read_dense(o.in, tp, o.bits);
@@ -206,7 +222,7 @@ struct CheckOpts {
 void run_check(const CheckOpts& o) {
   if (o.in.ends_with(".safetensors")) {  // a checkpoint: one report line per tensor (tools/checkpoint.cpp)
     if (o.bits) fail(Status::invalid_argument, "check: --bits is for .npy input (a .safetensors tensor names its dtype)");
-    run_check_checkpoint({o.in, o.type, o.tensors, o.json});
+    run_check_checkpoint({.file = o.in, .type = o.type, .tensors = o.tensors, .json = o.json});
     return;
   }
   if (!o.tensors.empty()) fail(Status::invalid_argument, "check: --tensors selects tensors of a .safetensors checkpoint, not of " + o.in);
@@ -242,12 +258,37 @@ void run_check(const CheckOpts& o) {
 // -------------------------------------------------------------------------- compress
 
 struct CompressOpts {
-  std::string in, type, out, values, meta;
+  std::vector<std::string> files;  // IN.npy, or MODEL.safetensors [OUT.safetensors]
+  std::string type, out, values, meta;
+  std::vector<std::string> tensors;
   bool unordered = false;
   bool json = false, bits = false;
 };
 
 void run_compress(const CompressOpts& o) {
+  const std::string in = o.files.front();
+  if (in.ends_with(".safetensors")) {  // a checkpoint into a compressed checkpoint (tools/checkpoint.cpp)
+    if (!o.values.empty() || !o.meta.empty())
+      fail(Status::invalid_argument, "compress: a checkpoint compresses into one checkpoint (compress " + in +
+                                         " OUT.safetensors), not into --values/--meta");
+    if (o.bits)
+      fail(Status::invalid_argument, "compress: --bits is for .npy input (a .safetensors tensor names its dtype)");
+    if (o.files.size() == 2 && !o.out.empty())
+      fail(Status::invalid_argument, "compress: give OUT.safetensors or --out, not both");
+    const std::string out = o.files.size() == 2 ? o.files.back() : o.out;
+    if (out.empty())
+      fail(Status::invalid_argument, "compress: give the output checkpoint: spmma compress " + in + " OUT.safetensors");
+    run_compress_checkpoint(
+        {.file = in, .out = out, .type = o.type, .tensors = o.tensors, .json = o.json, .unordered = o.unordered});
+    return;
+  }
+  if (o.files.size() == 2)
+    fail(Status::invalid_argument, "compress: " + in +
+                                       " is one matrix: write it with --out C.safetensors or --values "
+                                       "V.npy --meta M.npy (a second file follows a .safetensors checkpoint)");
+  if (!o.tensors.empty())
+    fail(Status::invalid_argument, "compress: --tensors selects tensors of a .safetensors checkpoint, not of " + in);
+  if (o.type.empty()) fail(Status::invalid_argument, "compress: --type is required for .npy input (" + in + ")");
   if (o.out.empty() == (o.values.empty() && o.meta.empty()))
     fail(Status::invalid_argument, o.out.empty() ? "compress: give --out C.safetensors (one self-describing file), or "
                                                    "--values V.npy and --meta M.npy"
@@ -255,11 +296,19 @@ void run_compress(const CompressOpts& o) {
   if (o.out.empty() && (o.values.empty() || o.meta.empty()))
     fail(Status::invalid_argument, std::string("compress: --values and --meta go together; ") +
                                        (o.values.empty() ? "--values" : "--meta") + " is missing");
-  require_distinct({{"IN.npy", o.in}}, {{"--out", o.out}, {"--values", o.values}, {"--meta", o.meta}});
+  require_distinct({{"IN.npy", in}}, {{"--out", o.out}, {"--values", o.values}, {"--meta", o.meta}});
   const TypeAndPattern tp = resolve_type(o.type);
-  const Matrix dense = read_dense(o.in, tp, o.bits).m;
-  require_chunk_multiple(o.in, dense.cols, tp);
-  const Compressed c = in_context(o.in, [&] { return compress(dense, !o.unordered); });
+  const Matrix dense = read_dense(in, tp, o.bits).m;
+  require_chunk_multiple(in, dense.cols, tp);
+  const Compressed c = in_context(in, [&] {
+    try {
+      return compress(dense, !o.unordered);
+    } catch (const Error& e) {
+      if (e.code() != Status::pattern_violation) throw;
+      throw Error(e.code(), std::string(e.what()) + "; prune first: spmma prune " + in + " PRUNED.npy --type " +
+                                o.type + (o.bits ? " --bits" : "") + ", then compress that");
+    }
+  });
 
   const int64_t words = c.meta_words_per_row();
   std::string values_dtype, meta_dtype;
@@ -288,7 +337,7 @@ void run_compress(const CompressOpts& o) {
   const size_t vb = c.value_bytes(), mb = c.metadata_bytes(), db = dense_bytes(dense);
   const double ratio = db ? static_cast<double>(vb + mb) / static_cast<double>(db) : 0.0;
   if (o.json) {
-    json j = {{"input", o.in},
+    json j = {{"input", in},
               {"rows", c.rows},
               {"cols", c.cols},
               {"type", std::string(type_name(tp.type))},
@@ -308,7 +357,7 @@ void run_compress(const CompressOpts& o) {
   } else {
     char pct[32];
     std::snprintf(pct, sizeof pct, "%.2f%%", 100.0 * ratio);
-    std::cout << "compressed " << o.in << " (" << shape_text(c.rows, c.cols) << " " << type_name(tp.type) << ", "
+    std::cout << "compressed " << in << " (" << shape_text(c.rows, c.cols) << " " << type_name(tp.type) << ", "
               << tp.info->name << (c.ordered ? ", ordered" : ", unordered") << " metadata): values "
               << shape_text(c.values.rows, c.values.cols) << " " << values_dtype << " -> " << vfile << " (" << vb
               << " bytes packed at " << type_info(tp.type).bits << " bits), metadata " << shape_text(c.rows, words)
@@ -359,12 +408,24 @@ void run_decompress(const DecompressOpts& o) {
                                          "V.npy --meta M.npy --type T OUT.npy"
                                        : std::string("decompress: --values and --meta go together; ") +
                                              (o.values.empty() ? "--values" : "--meta") + " is missing");
+  if (container && out.ends_with(".safetensors")) {  // a compressed checkpoint (tools/checkpoint.cpp)
+    if (!o.type.empty() || o.cols >= 0 || o.bits)
+      fail(Status::invalid_argument,
+           "decompress: a compressed checkpoint records each tensor's type, shape and dtype: "
+           "drop --type, --cols and --bits");
+    run_decompress_checkpoint(in, out, o.unordered);
+    return;
+  }
   require_distinct({{"IN.safetensors", in}, {"--values", o.values}, {"--meta", o.meta}}, {{"OUT.npy", out}});
 
   Compressed c;
   std::string source;
   if (container) {
-    c = read_compressed(in);
+    const SafeTensors f = read_safetensors(in);
+    if (is_compressed_checkpoint(f))
+      fail(Status::invalid_argument, in + ": is a compressed checkpoint (" + std::to_string(f.tensors.size()) +
+                                         " tensors), not one matrix: decompress it to OUT.safetensors");
+    c = compressed_from_safetensors(f, in);
     source = in;
     // --type / --cols are not needed; given, they must agree with what the file records.
     if (!o.type.empty() && resolve_type(o.type).type != c.type)
@@ -423,21 +484,42 @@ void register_formats(CLI::App& app) {
       "torch's w.view(torch.int16).numpy() gives them; tf32: 32-bit; 8-bit and narrower: 8-bit). Raw-bytes "
       "dtypes ('<V2', '|V1': ml_dtypes' bfloat16 and float8) are bit patterns without it";
 
+  const std::string checkpoint_rule =
+      "Tensors that can be sparse matrices: 2-D, not empty, dtype BF16, F16, F8_E4M3, F8_E5M2, I8, U8\n"
+      "(their own type's pattern, 2:4) or F32 (tf32's 1:2), columns a whole number of chunks; --type\n"
+      "names another type's pattern (prune and compress keep each dtype, so only a pattern its type\n"
+      "has: 2:4, or 1:2 for F32). The others are listed as skipped, with the reason.\n";
+  const std::string tensors_help =
+      "with a .safetensors checkpoint: the tensors to work on, by name pattern (shell globs: "
+      "'model.layers.*.mlp.*'); repeatable; default: all";
   {
     auto o = std::make_shared<PruneOpts>();
-    auto* sub = app.add_subcommand("prune", "Prune a dense matrix to the sparsity pattern of its element type");
+    auto* sub =
+        app.add_subcommand("prune", "Prune a dense matrix, or a checkpoint's weights, to their sparsity pattern");
     sub->footer(
-        "Values are rounded into --type (RNE), then each chunk keeps its largest magnitudes (2:4, 1:2, or\n"
-        "4:8 pair-wise by the pair's |a|+|b|), or exactly the entries --mask marks non-zero. OUT.npy holds\n"
-        "the pruned values: float32 for the float types (all exact), int8 / uint8 for the integer types;\n"
-        "bit patterns in the input's dtype when the input holds bit patterns (--bits, '<V2'). An integer\n"
-        "array with a float --type is refused without --bits. File rules: docs/files.md.\n");
-    sub->add_option("IN.npy", o->in, "dense input matrix (.npy, 1-D or 2-D, values)")->required()->type_name("");
-    sub->add_option("OUT.npy", o->out, "pruned output matrix (.npy, values)")->required()->type_name("");
-    sub->add_option("-t,--type", o->type, types)->required()->type_name("TYPE");
+        "IN.npy OUT.npy: values are rounded into --type (RNE), then each chunk keeps its largest\n"
+        "magnitudes (2:4, 1:2, or 4:8 pair-wise by the pair's |a|+|b|), or exactly the entries --mask\n"
+        "marks non-zero. OUT.npy holds the pruned values: float32 for the float types (all exact), int8 /\n"
+        "uint8 for the integer types; bit patterns in the input's dtype when the input holds bit patterns\n"
+        "(--bits, '<V2'). An integer array with a float --type is refused without --bits.\n"
+        "IN.safetensors OUT.safetensors (a checkpoint): each tensor that can be a sparse matrix is pruned\n"
+        "by magnitude in its own dtype: kept non-zeros keep their bits, every zero becomes +0 (-0 too);\n"
+        "all other tensors are copied byte for byte, in order; __metadata__ is kept, and\n"
+        "\"spmma.pruned.NAME\" records each tensor's pattern. One line per tensor: pruned, already\n"
+        "satisfied or skipped, and the share of Σ|w| removed.\n" +
+        checkpoint_rule + "File rules: docs/files.md.\n");
+    sub->add_option("IN", o->in, "dense input: a matrix (.npy, 1-D or 2-D) or a checkpoint (.safetensors)")
+        ->required()
+        ->type_name("");
+    sub->add_option("OUT", o->out, "pruned output: .npy for a matrix, .safetensors for a checkpoint")
+        ->required()
+        ->type_name("");
+    sub->add_option("-t,--type", o->type, types + " (required for .npy)")->type_name("TYPE");
     sub->add_option("--mask", o->mask, "keep exactly the non-zero entries of this matrix (same shape, any numeric dtype)")
         ->type_name("MASK.npy");
+    sub->add_option("--tensors", o->tensors, tensors_help)->type_name("PATTERN");
     sub->add_flag("--bits", o->bits, bits_help);
+    sub->add_flag("--json", o->json, "with a checkpoint: print the per-tensor report as JSON");
     sub->callback([o] { run_prune(*o); });
   }
   {
@@ -446,23 +528,21 @@ void register_formats(CLI::App& app) {
     sub->footer(
         "IN.npy: values are rounded into --type first. Exit 0 and print 'ok: R x C <type> satisfies\n"
         "<pattern>', or print the first violation (row, chunk, columns, non-zeros) and exit 1.\n"
-        "IN.safetensors (a checkpoint): one line per tensor (--tensors selects by name, shell globs):\n"
-        "whether it satisfies the pattern of its dtype's type (BF16, F16, F8_E4M3, F8_E5M2, I8, U8;\n"
-        "F32 as tf32, 1:2; --type names another), how many chunks break it, and the share of Σ|w| and\n"
-        "Σw² that magnitude pruning would remove; tensors that are not 2-D or have no sparse type are\n"
-        "listed as skipped. Exit 1 when a checked tensor breaks its pattern.\n");
+        "IN.safetensors (a checkpoint): one line per tensor: whether it satisfies its pattern, how many\n"
+        "chunks break it, and the share of Σ|w| and Σw² that magnitude pruning would remove. Exit 1 when\n"
+        "a checked tensor breaks its pattern.\n" +
+        checkpoint_rule);
     sub->add_option("IN", o->in, "matrix to check (.npy, values) or checkpoint (.safetensors)")->required()->type_name("");
     sub->add_option("-t,--type", o->type, types + " (required for .npy)")->type_name("TYPE");
-    sub->add_option("--tensors", o->tensors, "with a .safetensors checkpoint: the tensors to check, by name pattern "
-                                             "('model.layers.*.mlp.*'); repeatable; default: all")
-        ->type_name("PATTERN");
+    sub->add_option("--tensors", o->tensors, tensors_help)->type_name("PATTERN");
     sub->add_flag("--bits", o->bits, bits_help);
     sub->add_flag("--json", o->json, "print the result as JSON");
     sub->callback([o] { run_check(*o); });
   }
   {
     auto o = std::make_shared<CompressOpts>();
-    auto* sub = app.add_subcommand("compress", "Compress a pruned matrix into values and metadata");
+    auto* sub =
+        app.add_subcommand("compress", "Compress a pruned matrix, or a pruned checkpoint, into values and metadata");
     sub->footer(
         "--out C.safetensors: one self-describing file (docs/files.md): tensors \"values\" (rows x cols/2\n"
         "bit patterns: BF16, F16, F32 for tf32, F8_E4M3, F8_E5M2, I8, U8; U8 one per byte for 6- and\n"
@@ -472,14 +552,26 @@ void register_formats(CLI::App& app) {
         "increasing column order per chunk; uint8 for 8-bit and narrower types (4-bit: one element per\n"
         "byte, low nibble), uint16 for f16 / bf16, uint32 for tf32. M.npy: uint16 words, rows x\n"
         "ceil(chunks/4); one nibble per chunk (idx0 in bits 1:0, idx1 in bits 3:2), the lowest chunk in\n"
-        "the lowest bits. Both files are written or neither.\n");
-    sub->add_option("IN.npy", o->in, "pruned matrix (.npy, values)")->required()->type_name("");
-    sub->add_option("-t,--type", o->type, types)->required()->type_name("TYPE");
+        "the lowest bits. Both files are written or neither.\n"
+        "MODEL.safetensors OUT.safetensors (a checkpoint, pruned): each tensor NAME that can be a sparse\n"
+        "matrix must satisfy its pattern (else nothing is written: prune first) and becomes NAME.values\n"
+        "(its own dtype; F32 stays f32) and NAME.metadata (U16), in its place; __metadata__ gains\n"
+        "\"spmma.format\": \"spmma.compressed-checkpoint\", \"spmma.format_version\": \"1\" and\n"
+        "\"spmma.compressed.NAME.{type,pattern,rows,cols,ordered}\"; the other tensors are copied.\n" +
+        checkpoint_rule);
+    sub->add_option("FILES", o->files,
+                    "IN.npy (the pruned matrix), or MODEL.safetensors OUT.safetensors (a pruned checkpoint "
+                    "and the compressed one)")
+        ->required()
+        ->expected(1, 2)
+        ->type_name("");
+    sub->add_option("-t,--type", o->type, types + " (required for .npy)")->type_name("TYPE");
     sub->add_option("-o,--out", o->out, "output: the compressed matrix in one file (safetensors container)")
         ->type_name("C.safetensors");
     sub->add_option("--values", o->values, "output: compressed values (.npy, bit patterns); with --meta")
         ->type_name("V.npy");
     sub->add_option("--meta", o->meta, "output: metadata (.npy, uint16); with --values")->type_name("M.npy");
+    sub->add_option("--tensors", o->tensors, tensors_help)->type_name("PATTERN");
     sub->add_flag("--bits", o->bits, bits_help);
     sub->add_flag("--unordered", o->unordered,
                   "allow unordered metadata nibbles (default: ordered, idx0 < idx1, as mma.sp::ordered_metadata "
@@ -489,13 +581,19 @@ void register_formats(CLI::App& app) {
   }
   {
     auto o = std::make_shared<DecompressOpts>();
-    auto* sub = app.add_subcommand("decompress", "Rebuild the dense matrix from values and metadata");
+    auto* sub = app.add_subcommand("decompress", "Rebuild the dense matrix, or checkpoint, from values and metadata");
     sub->footer(
         "The inverse of compress: `decompress C.safetensors OUT.npy` (the container records type,\n"
         "pattern, shape and ordering), or `decompress --type T --values V.npy --meta M.npy OUT.npy`\n"
         "(V.npy must have the dtype compress writes for T). OUT.npy holds values as prune writes them\n"
-        "(--bits: bit patterns).\n");
-    sub->add_option("FILES", o->files, "[IN.safetensors] OUT.npy: the container, and the dense output matrix (.npy)")
+        "(--bits: bit patterns).\n"
+        "`decompress COMPRESSED.safetensors OUT.safetensors`: a compressed checkpoint (compress\n"
+        "MODEL.safetensors OUT.safetensors) back to its dense tensors, bit for bit in their dtype and\n"
+        "place (a -0 that compress reported becomes +0); the other tensors and __metadata__ are copied,\n"
+        "without the \"spmma.format\" and \"spmma.compressed.*\" keys.\n");
+    sub->add_option("FILES", o->files,
+                    "[IN.safetensors] OUT: the container and the dense matrix (OUT.npy), or a compressed "
+                    "checkpoint and the dense checkpoint (OUT.safetensors)")
         ->required()
         ->expected(1, 2)
         ->type_name("");
