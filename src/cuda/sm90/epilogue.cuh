@@ -18,6 +18,21 @@
 
 namespace spmma::sm90 {
 
+// A 16 x 16 block of D from the warp's scratch element by element (the general epilogue, each
+// store consecutive along D's contiguous dimension): D's edge blocks, a D misaligned for 16-byte
+// stores, and every block of the Lean kernels (epilogue()).
+template <class Acc>
+__device__ __forceinline__ void store_elements(const gemm::Params& p, const uint32_t* scratch, int batch, int row0,
+                                               int n0) {
+  constexpr int kChunk = kEpilogueChunk, kLd = kEpilogueLd;
+#pragma unroll 1
+  for (int i = threadIdx.x % 32; i < kChunk * kChunk; i += 32) {
+    const int r = p.cd_col_major ? i % kChunk : i / kChunk, col = p.cd_col_major ? i / kChunk : i % kChunk;
+    const int row = row0 + r, n = n0 + col;
+    if (row < p.m && n < p.n) gemm::epilogue_store<Acc>(p, batch, row, n, scratch[r * kLd + col]);
+  }
+}
+
 // One 16 x 16 block of D (rows row0 .., columns n0 ..) from the warp's scratch, for every case
 // but the plain epilogue on row-major D: as 32 runs of 8 elements along D's contiguous dimension,
 // two per lane (16 rows of 8 + 8 columns for row-major D, 16 columns of 8 + 8 rows for
@@ -51,16 +66,16 @@ __device__ __noinline__ void store_block(const gemm::Params& p, const uint32_t* 
     }
     return;
   }
-  for (int i = lane; i < kChunk * kChunk; i += 32) {
-    const int r = p.cd_col_major ? i % kChunk : i / kChunk, col = p.cd_col_major ? i / kChunk : i % kChunk;
-    const int row = row0 + r, n = n0 + col;
-    if (row < p.m && n < p.n) gemm::epilogue_store<Acc>(p, batch, row, n, scratch[r * kLd + col]);
-  }
+  store_elements<Acc>(p, scratch, batch, row0, n0);
 }
 
 // Math warpgroup c's part of D (rows 64c .. 64c + 63 of the tile). Accumulator e of this thread
 // is row 16·warp + g + 8((e/2)%2), column 8(e/4) + 2t + e%2 (the wgmma D fragment).
-template <class Acc, int BlockN>
+//
+// Lean: the promoted 256-wide fp8 kernels, whose 128 + 64 accumulator registers per thread leave
+// none for a call: with store_block's call there, ptxas kept one value in local memory
+// (tests/sass/check_sm90_sass.py), so they take the general epilogue element by element, inline.
+template <class Acc, int BlockN, bool Lean>
 __device__ __forceinline__ void epilogue(const Acc (&acc)[BlockN / 2], uint32_t* scratch, const WorkTile& w,
                                          const gemm::Params& p, int c) {
   const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4, g = lane / 4, t = lane % 4;
@@ -109,11 +124,12 @@ __device__ __forceinline__ void epilogue(const Acc (&acc)[BlockN / 2], uint32_t*
   // half a sector, and the H100 measured 6-18% slower at 8192^3 and 4096^3); likewise on
   // column-major D, 16 columns of 8 + 8 rows.
   constexpr int kChunk = kEpilogueChunk, kLd = kEpilogueLd;
-  const bool rows8 = p.plain && gemm::vector_rows_ok(p, 8);
-  // The plain epilogue on column-major D (Y = X·Wᵀ row-major: a linear layer's, the Python
-  // package's) inline too: through store_block it ran at 0.64-0.77x the row-major kernel's speed
-  // on the H100 (bf16 and e4m3, 8192^3 and 14336x2048x4096; docs/benchmarks.md).
-  const bool cols8 = p.plain && p.cd_col_major && gemm::vector_runs_ok(p, 8);
+  // Both layouts (column-major D: Y = X·Wᵀ row-major, a linear layer's and the Python package's)
+  // by one code path, 16 rows of 8 + 8 columns or 16 columns of 8 + 8 rows: through store_block
+  // a column-major D ran at 0.64-0.77x the row-major kernel's speed on the H100 (bf16 and e4m3,
+  // 8192^3 and 14336x2048x4096; docs/benchmarks.md); as a second inline path beside the row-major
+  // one it cost the Lean kernels a register in local memory (tests/sass).
+  const bool plain8 = p.plain && gemm::vector_runs_ok(p, 8), cm = p.cd_col_major;
 #pragma unroll
   for (int k = 0; k < BlockN / kChunk; ++k) {
     __syncwarp();  // the block before is read
@@ -124,27 +140,25 @@ __device__ __forceinline__ void epilogue(const Acc (&acc)[BlockN / 2], uint32_t*
     __syncwarp();
     const int n0 = w.n0 + kChunk * k;
     if (n0 >= p.n) break;
-    if (rows8 && n0 + kChunk <= p.n) {
-      const int r = lane / 2, half = lane % 2, row = row0 + r;
-      if (row < p.m) {
+    if (plain8 && (cm ? row0 + kChunk <= p.m : n0 + kChunk <= p.n)) {
+      const int r = lane / 2, half = lane % 2;  // the run: row r (column r) of the block, its half
+      if (cm ? n0 + r < p.n : row0 + r < p.m) {
         alignas(16) uint32_t v[8];
-        const uint4* in = reinterpret_cast<const uint4*>(scratch + r * kLd + 8 * half);
-        *reinterpret_cast<uint4*>(v) = in[0], *reinterpret_cast<uint4*>(v + 4) = in[1];
-        gemm::store_plain<8, Acc>(p, w.batch * p.batch_d + static_cast<int64_t>(row) * p.ldd + n0 + 8 * half, v);
-      }
-      continue;
-    }
-    if (cols8 && row0 + kChunk <= p.m) {  // 16 columns of 8 + 8 rows, one lane per run
-      const int c = lane / 2, half = lane % 2, col = n0 + c;
-      if (col < p.n) {
-        uint32_t v[8];
+        if (cm) {
 #pragma unroll
-        for (int i = 0; i < 8; ++i) v[i] = scratch[(8 * half + i) * kLd + c];
-        gemm::store_plain<8, Acc>(p, w.batch * p.batch_d + static_cast<int64_t>(col) * p.ldd + row0 + 8 * half, v);
+          for (int i = 0; i < 8; ++i) v[i] = scratch[(8 * half + i) * kLd + r];
+        } else {
+          const uint4* in = reinterpret_cast<const uint4*>(scratch + r * kLd + 8 * half);
+          *reinterpret_cast<uint4*>(v) = in[0], *reinterpret_cast<uint4*>(v + 4) = in[1];
+        }
+        const int64_t idx = cm ? static_cast<int64_t>(n0 + r) * p.ldd + row0 + 8 * half
+                               : static_cast<int64_t>(row0 + r) * p.ldd + n0 + 8 * half;
+        gemm::store_plain<8, Acc>(p, w.batch * p.batch_d + idx, v);
       }
       continue;
     }
-    store_block<Acc>(p, scratch, w.batch, row0, n0);
+    if constexpr (Lean) store_elements<Acc>(p, scratch, w.batch, row0, n0);
+    else store_block<Acc>(p, scratch, w.batch, row0, n0);
   }
 }
 

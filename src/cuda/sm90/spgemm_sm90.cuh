@@ -62,7 +62,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     typename F::Acc acc[BlockN / 2];
     while (tiles.next(w)) {
       consume<F, BlockN, Promote>(acc, v, w, st);
-      epilogue<typename F::Acc, BlockN>(acc, sm.scratch(threadIdx.x / 32 - 4), w, p, wg - 1);
+      epilogue<typename F::Acc, BlockN, Promote && BlockN == 256>(acc, sm.scratch(threadIdx.x / 32 - 4), w, p, wg - 1);
     }
   }
   if (p.cluster_m > 1) ptx::cluster_sync();
