@@ -275,6 +275,15 @@ Report analyse(const SafeTensor& t, ElemType values, const PatternInfo& pi) {
   return r;
 }
 
+// The report entry of a selected tensor that is not a sparse candidate, and why (check, prune
+// and compress list them alike).
+json skipped_json(const SafeTensor& t, const std::string& why) {
+  json j = tensor_json(t);
+  j["status"] = "skipped";
+  j["why"] = why;
+  return j;
+}
+
 }  // namespace
 
 bool is_compressed_checkpoint(const SafeTensors& f) { return f.metadata.contains(std::string(kFormatKey)); }
@@ -288,15 +297,13 @@ void run_check_checkpoint(const CheckpointOpts& o) {
   for (size_t k = 0; k < f.tensors.size(); ++k) {
     if (!sel[k]) continue;
     const SafeTensor& t = f.tensors[k];
-    json j = tensor_json(t);
     const Candidate c = classify(t, forced, false);
     if (!c.why.empty()) {
-      j["status"] = "skipped";
-      j["why"] = c.why;
+      tensors.push_back(skipped_json(t, c.why));
       ++skipped;
-      tensors.push_back(j);
       continue;
     }
+    json j = tensor_json(t);
     const Report r = analyse(t, c.dt->values, *c.pi);
     ++checked;
     satisfy += r.violating == 0 ? 1 : 0;
@@ -352,15 +359,13 @@ void run_prune_checkpoint(const CheckpointOpts& o) {
   for (size_t k = 0; k < f.tensors.size(); ++k) {
     if (!sel[k]) continue;
     SafeTensor& t = f.tensors[k];
-    json j = tensor_json(t);
     const Candidate c = classify(t, forced, true);
     if (!c.why.empty()) {
-      j["status"] = "skipped";
-      j["why"] = c.why;
+      tensors.push_back(skipped_json(t, c.why));
       ++skipped;
-      tensors.push_back(j);
       continue;
     }
+    json j = tensor_json(t);
     // The library's own rule (the same bits as `spmma prune` of a .npy of this type): each chunk
     // keeps its largest magnitudes, NaN above all, ties to the lower column; the rest become +0.
     const ElemType vt = c.dt->values;
@@ -453,10 +458,7 @@ void run_compress_checkpoint(const CheckpointOpts& o) {
     const Candidate c = sel[k] ? classify(t, forced, true) : Candidate{"not selected"};
     if (!c.why.empty()) {
       if (sel[k]) {
-        json j = tensor_json(t);
-        j["status"] = "skipped";
-        j["why"] = c.why;
-        tensors.push_back(j);
+        tensors.push_back(skipped_json(t, c.why));
         ++skipped;
       }
       after += t.data.size();
