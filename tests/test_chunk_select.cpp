@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <random>
 #include <sstream>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "cuda/format/compress_gpu.cuh"
+#include "cuda/format/relayout_gpu.cuh"
 #include "test_util.hpp"
 #include "spmma/detail/chunk_select.hpp"
 #include "spmma/error.hpp"
@@ -503,6 +505,158 @@ TEST(ChunkSelectKernel, EveryThreadEqualsTheHost) {
                              pattern_info(g.p).chunk;
           for (int e = 0; e < pattern_info(g.p).chunk; ++e) bad_a.at(r, c0 + e) = encode(g.t, 1.0);
           bad += compare_kernel(g, v, bad_a, lda, group, false);
+          if (bad) break;
+        }
+      EXPECT_EQ(bad, 0);
+    }
+  }
+}
+
+// ------------------------------------------------------------------ relayout (relayout_gpu.cuh)
+
+// Every thread of a relayout launch, on host buffers: the interchange form of a pruned A into the
+// device form equals what the compressor writes from the dense A (words and values, padding
+// included); back to the interchange form gives the same bytes; to dense gives A. An unordered
+// pair is put in order; a forbidden nibble is reported at its row and chunk.
+struct Relaid {
+  std::vector<uint8_t> values, x_values, dense;
+  std::vector<uint32_t> words;
+  std::vector<uint16_t> x_meta;
+  unsigned long long bad = gpu_format::kNoViolation;
+};
+
+gpu_format::RelayoutParams relayout_params(const GpuType& g, const isa::Variant& v, int64_t m, int64_t k, int group,
+                                           Relaid& r) {
+  gpu_format::RelayoutParams rp;
+  rp.shape = gpu_format::compress_params_for(g.t, v);
+  const int bits = memory_bits(g.t);
+  rp.shape.m = m, rp.shape.k = k, rp.shape.m_pad = (m + 15) / 16 * 16;
+  rp.shape.meta_group = group;
+  rp.shape.groups = (k / v.k + group - 1) / group;
+  rp.shape.value_row_bytes = k / 2 * bits / 8;
+  rp.x_meta_words = k / pattern_info(g.p).chunk / 4;
+  if (r.values.empty()) r.values.assign(static_cast<size_t>(rp.shape.m_pad * rp.shape.value_row_bytes), 0x5A);
+  if (r.words.empty()) r.words.assign(static_cast<size_t>(gpu_format::compress_threads(rp.shape)), 0xDEADBEEF);
+  if (r.x_values.empty()) r.x_values.assign(static_cast<size_t>(m * rp.shape.value_row_bytes), 0x5A);
+  if (r.x_meta.empty()) r.x_meta.assign(static_cast<size_t>(m * rp.x_meta_words), 0xBEEF);
+  if (r.dense.empty()) r.dense.assign(static_cast<size_t>(m * k * bits / 8), 0x5A);
+  rp.shape.values = r.values.data();
+  rp.shape.meta = r.words.data();
+  rp.x_values = r.x_values.data();
+  rp.x_meta = r.x_meta.data();
+  rp.dense = r.dense.data();
+  rp.ld_bytes = k * bits / 8;
+  return rp;
+}
+
+void run_relayout(gpu_format::RelayoutParams rp, gpu_format::Relayout dir, Relaid& r) {
+  rp.dir = dir;
+  r.bad = gpu_format::kNoViolation;
+  for (int64_t tid = 0; tid < gpu_format::compress_threads(rp.shape); ++tid)
+    r.bad = std::min(r.bad, gpu_format::relayout_word(rp, tid));
+}
+
+template <class T>
+int count_diff(const std::vector<T>& got, const std::vector<T>& want, const char* what) {
+  int bad = 0;
+  if (got.size() != want.size()) {
+    ADD_FAILURE() << what << ": " << got.size() << " entries, want " << want.size();
+    return 1;
+  }
+  for (size_t i = 0; i < got.size(); ++i)
+    if (got[i] != want[i] && ++bad <= 5) ADD_FAILURE() << what << " " << i << ": " << hex(got[i]) << " want " << hex(want[i]);
+  return bad;
+}
+
+TEST(ChunkSelectKernel, RelayoutRoundTrips) {
+  SEEDED_RNG(rng);
+  for (const GpuType& g : kGpuTypes) {
+    const TypePattern tp{g.t, g.p};
+    const Pools pools = pools_of(g.t);
+    const PatternInfo& pi = pattern_info(g.p);
+    const int bits = memory_bits(g.t);
+    for (const char* id : {g.variant, g.other_variant}) {
+      const isa::Variant& v = isa::variant_or_throw(id);
+      SCOPED_TRACE(std::string(id));
+      int bad = 0;
+      for (int64_t m : {1, 17, 130})
+        for (int steps : {1, 3, 4}) {
+          const int64_t k = v.k * steps;
+          const int group = steps == 4 ? 4 : 2;
+          const Matrix a = random_sparse(rng, tp, m, k, pools);
+          const Compressed c = compress(a, g.p);
+          std::vector<uint8_t> xv(c.value_bytes()), xm(c.metadata_bytes());
+          to_interchange(c, xv.data(), xm.data());
+          const Emulated want = emulate(g, v, a, k, group, false);  // the compressor's device form
+          Relaid r;
+          gpu_format::RelayoutParams rp = relayout_params(g, v, m, k, group, r);
+          std::copy(xv.begin(), xv.end(), r.x_values.begin());
+          std::memcpy(r.x_meta.data(), xm.data(), xm.size());
+          run_relayout(rp, gpu_format::Relayout::to_device, r);
+          EXPECT_EQ(r.bad, gpu_format::kNoViolation);
+          bad += count_diff(r.words, want.words, "to_device word");
+          bad += count_diff(r.values, want.values, "to_device value byte");
+          // Back: poisoned interchange buffers, every byte written again.
+          std::fill(r.x_values.begin(), r.x_values.end(), uint8_t{0x5A});
+          std::fill(r.x_meta.begin(), r.x_meta.end(), uint16_t{0xBEEF});
+          run_relayout(rp, gpu_format::Relayout::to_interchange, r);
+          EXPECT_EQ(r.bad, gpu_format::kNoViolation);
+          bad += count_diff(r.x_values, xv, "to_interchange value byte");
+          std::vector<uint8_t> got_meta(xm.size());
+          std::memcpy(got_meta.data(), r.x_meta.data(), xm.size());
+          bad += count_diff(got_meta, xm, "to_interchange metadata byte");
+          run_relayout(rp, gpu_format::Relayout::to_dense, r);
+          // decompress's A: a -0.0 (or a tf32 zero with low bits) at a position the nibble does
+          // not name comes back +0, as from the host.
+          const Matrix back = decompress(c);
+          std::vector<uint8_t> want_dense(r.dense.size(), 0);
+          for (size_t i = 0; i < back.bits.size(); ++i) store_element(want_dense.data(), static_cast<int64_t>(i), bits, back.bits[i]);
+          bad += count_diff(r.dense, want_dense, "to_dense byte");
+
+          // An unordered pair (the same product): put in order on the way in.
+          if (pi.kept / pi.group == 2) {  // two stored groups (not 1:2)
+            Compressed u = c;
+            u.ordered = false;
+            const int64_t row = static_cast<int64_t>(rng() % static_cast<uint64_t>(m));
+            const int64_t ch = static_cast<int64_t>(rng() % static_cast<uint64_t>(u.chunks_per_row()));
+            const uint8_t nib = u.nibble(row, ch);
+            u.set_nibble(row, ch, static_cast<uint8_t>(((nib & 3u) << 2) | ((nib >> 2) & 3u)));
+            for (int e = 0; e < pi.group; ++e) std::swap(u.values.at(row, ch * pi.kept + e), u.values.at(row, ch * pi.kept + pi.group + e));
+            std::vector<uint8_t> uv(u.value_bytes()), um(u.metadata_bytes());
+            to_interchange(u, uv.data(), um.data());
+            Relaid ru;
+            gpu_format::RelayoutParams rpu = relayout_params(g, v, m, k, group, ru);
+            std::copy(uv.begin(), uv.end(), ru.x_values.begin());
+            std::memcpy(ru.x_meta.data(), um.data(), um.size());
+            run_relayout(rpu, gpu_format::Relayout::to_device, ru);
+            EXPECT_EQ(ru.bad, gpu_format::kNoViolation);
+            bad += count_diff(ru.words, want.words, "unordered to_device word");
+            bad += count_diff(ru.values, want.values, "unordered to_device value byte");
+          }
+          // A forbidden nibble (a repeated index; 1:2: anything but 0x4 and 0xE), reported where it is.
+          {
+            Compressed f = c;
+            const int64_t row = static_cast<int64_t>(rng() % static_cast<uint64_t>(m));
+            const int64_t ch = static_cast<int64_t>(rng() % static_cast<uint64_t>(f.chunks_per_row()));
+            f.set_nibble(row, ch, pi.kept == 1 ? 0x8 : 0x5);
+            std::vector<uint8_t> fv(f.value_bytes()), fm(f.metadata_bytes());
+            to_interchange(f, fv.data(), fm.data());
+            Relaid rf;
+            gpu_format::RelayoutParams rpf = relayout_params(g, v, m, k, group, rf);
+            std::copy(fv.begin(), fv.end(), rf.x_values.begin());
+            std::memcpy(rf.x_meta.data(), fm.data(), fm.size());
+            run_relayout(rpf, gpu_format::Relayout::to_device, rf);
+            EXPECT_EQ(rf.bad, static_cast<unsigned long long>(row * f.chunks_per_row() + ch)) << "row " << row << " chunk " << ch;
+            // The device form holding one (borrowed bytes): reported on the way out too. Word 0's
+            // nibble 0 is thread 0's first: row 0, chunk 0.
+            Relaid ro = r;
+            ro.words[0] = (ro.words[0] & ~0xFu) | (pi.kept == 1 ? 0x8u : 0x5u);
+            gpu_format::RelayoutParams rpo = relayout_params(g, v, m, k, group, ro);
+            run_relayout(rpo, gpu_format::Relayout::to_interchange, ro);
+            EXPECT_EQ(ro.bad, 0ull);
+            run_relayout(rpo, gpu_format::Relayout::to_dense, ro);
+            EXPECT_EQ(ro.bad, 0ull);
+          }
           if (bad) break;
         }
       EXPECT_EQ(bad, 0);

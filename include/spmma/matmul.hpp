@@ -95,6 +95,8 @@ class SparseMatrix {
   size_t value_bytes() const;     // exact, all batch entries
   size_t metadata_bytes() const;  // exact, all batch entries
   bool on_device() const;
+  // False for a SparseMatrix that borrows caller-owned buffers (compress_into, import_into, borrow).
+  bool owns_memory() const;
   // Back to the host's whole-matrix form (copies from the device if needed), batch entry b.
   Compressed to_host(int64_t b = 0) const;
 
@@ -158,6 +160,59 @@ SparseMatrix compress(Handle& h, const MatmulDesc& desc, const void* a, int64_t 
                       PruneMode mode, void* stream = nullptr);
 // The host's Compressed form, uploaded (GPU handle) or adopted (CPU handle).
 SparseMatrix upload(Handle& h, const MatmulDesc& desc, const std::vector<Compressed>& per_batch);
+
+// ------------------------------------------------------------------ caller-owned memory
+//
+// A framework that owns its memory (PyTorch's caching allocator, a serving engine's arena) keeps
+// the compressed A in its own buffers: ask the layout's sizes, let spmma write into them, and run
+// from them. spmma then holds no copy: the SparseMatrix these functions return borrows the
+// buffers (SparseMatrix::owns_memory() is false), which must outlive it and every run that reads
+// them, and stay as spmma wrote them (a run reads them as they are when its kernels execute).
+//
+// Two forms of a compressed A (docs/layouts.md):
+//   interchange: the whole-matrix form of Compressed, as bytes: per batch entry, values m rows of
+//                k/2 elements at the type's width, then (a separate buffer) metadata m rows of
+//                k/16 16-bit words for 2:4 and 4:8 (k/8 for tf32's 1:2), little-endian, nibble
+//                c of a row in bits 4(c%4).. of word c/4. It is the same on every device: it is
+//                what a checkpoint stores.
+//   the handle's own layout, named by CompressedLayout::name: "interchange" on the CPU; on a GPU
+//                "gpu-v1" — values with rows padded to whole 128-row tiles, metadata in the
+//                kernels' fragment-ready order (docs/layouts.md, "Fragment-ready metadata").
+
+struct CompressedLayout {
+  std::string name;           // "interchange" (CPU handle) or "gpu-v1" (GPU handle)
+  size_t value_bytes = 0;     // all batch entries of A (a_per_batch ? batch : 1)
+  size_t metadata_bytes = 0;
+  size_t alignment = 0;       // each buffer's address must be a multiple of this many bytes
+};
+// The layout a handle computes from, for desc's A (m, k, a_type, batch, a_per_batch).
+CompressedLayout compressed_layout(const Handle& h, const MatmulDesc& desc);
+// The interchange form's sizes (the same for every handle).
+CompressedLayout interchange_layout(const MatmulDesc& desc);
+
+// compress(), writing into caller-owned buffers of compressed_layout(h, desc) sizes where the
+// handle computes; the result borrows them. Synchronises `stream` (as compress does).
+SparseMatrix compress_into(Handle& h, const MatmulDesc& desc, const void* a, int64_t lda, int64_t stride_a,
+                           PruneMode mode, void* values, void* metadata, void* stream = nullptr);
+// The interchange form (in the handle's memory: device memory for a GPU handle) into the
+// handle's own layout, in caller-owned buffers; every nibble is checked (invalid_value naming the
+// batch entry, row and chunk of the first forbidden one). Synchronises `stream`. On a CPU handle
+// the two layouts are one: `values`/`metadata` receive a checked copy (they may be the inputs).
+SparseMatrix import_into(Handle& h, const MatmulDesc& desc, const void* interchange_values,
+                         const void* interchange_metadata, void* values, void* metadata, void* stream = nullptr);
+// A SparseMatrix over buffers that already hold A in the handle's layout (written by
+// compress_into or import_into for the same description, or copied from such buffers). Nothing
+// is read here; the buffers' addresses, alignment and memory are checked.
+SparseMatrix borrow(Handle& h, const MatmulDesc& desc, const void* values, const void* metadata);
+// A (any SparseMatrix: owned or borrowed) in the interchange form, into caller-owned buffers of
+// interchange_layout sizes in the handle's memory. Synchronises `stream`; throws invalid_value
+// naming the first chunk with a forbidden nibble (possible only for borrowed buffers).
+void export_interchange(const SparseMatrix& a, void* values, void* metadata, void* stream = nullptr);
+// The dense pruned A (m x k row-major, leading dimension lda elements, 0 = packed; batch entries
+// stride_a elements apart, 0 = packed) in the handle's memory, computed where A lives.
+// Synchronises `stream` and throws invalid_value naming the first chunk with a forbidden nibble
+// (possible only for borrowed buffers).
+void decompress_into(const SparseMatrix& a, void* dense, int64_t lda = 0, int64_t stride_a = 0, void* stream = nullptr);
 
 // The GPU kernel families: sm90 = the wgmma.mma_async.sp kernel (Hopper, sm_90a machine code),
 // sm80 = the mma.sp::ordered_metadata kernel (every GPU from sm_80).

@@ -145,4 +145,13 @@ Compressed compress(const Matrix& dense, Pattern p, bool ordered_metadata = true
 // or a pattern the type does not allow (pattern_allowed).
 Matrix decompress(const Compressed& c);
 
+// The interchange form as bytes (matmul.hpp, "caller-owned memory"; what a checkpoint stores):
+// values c.value_bytes() bytes (elements packed at the type's memory width, 4-bit two per byte
+// low nibble first), metadata c.metadata_bytes() bytes (the 16-bit words, little-endian).
+void to_interchange(const Compressed& c, void* values, void* metadata);
+// The inverse, for a rows x cols A of type t in its pattern (pattern_for(t)); the nibbles are not
+// checked here (decompress checks them).
+Compressed from_interchange(ElemType t, int64_t rows, int64_t cols, const void* values, const void* metadata,
+                            bool ordered = true);
+
 }  // namespace spmma

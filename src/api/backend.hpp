@@ -5,6 +5,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "spmma/matmul.hpp"
@@ -25,12 +26,23 @@ struct OperandLayout {
 };
 OperandLayout operand_layout(const MatmulDesc& d);
 
-// Storage of a SparseMatrix: host vectors or device buffers, owned.
+// Storage of a SparseMatrix: host vectors or device buffers, owned, or caller-owned buffers it
+// borrows (compress_into, import_into, borrow).
 struct SparseStorage {
   virtual ~SparseStorage() = default;
   virtual bool on_device() const = 0;
   virtual int gpu_ordinal() const { return -1; }
   virtual Compressed to_host(int64_t b) const = 0;
+  virtual bool owns_memory() const = 0;
+  // The bytes the storage reads (its values and metadata), for the overlap checks of the calls
+  // that write caller buffers.
+  virtual std::vector<std::pair<const void*, size_t>> spans() const = 0;
+  // Every batch entry in the interchange form (matmul.hpp), entry after entry, into buffers of
+  // interchange_layout sizes where the storage lives; synchronises; a forbidden nibble throws
+  // invalid_value naming entry, row and chunk.
+  virtual void export_interchange(void* values, void* metadata, void* stream) const = 0;
+  // The dense pruned A, entry e at dense + e * stride (elements), rows lda elements apart.
+  virtual void decompress_into(void* dense, int64_t lda, int64_t stride, void* stream) const = 0;
 };
 
 // A kernel (or CPU routine) chosen once for a MatmulDesc.
@@ -55,8 +67,19 @@ struct Backend {
   virtual bool runs(const TypeCombo& t, std::string* why) const = 0;
   // Throws not_supported naming the reason when this backend cannot run the description.
   virtual std::unique_ptr<Kernel> plan(const MatmulDesc& desc, const PlanOptions& options) = 0;
+  // The layout compress, import_into and borrow use (matmul.hpp, CompressedLayout).
+  virtual CompressedLayout layout(const MatmulDesc& desc) const = 0;
+  // values / metadata: caller-owned buffers of layout(desc) sizes to write and borrow, or both
+  // null to allocate storage of its own.
   virtual std::unique_ptr<SparseStorage> compress(const MatmulDesc& desc, const void* a, int64_t lda,
-                                                  int64_t stride_a, PruneMode mode, void* stream) = 0;
+                                                  int64_t stride_a, PruneMode mode, void* stream,
+                                                  void* values = nullptr, void* metadata = nullptr) = 0;
+  // The interchange form (this backend's memory) into the layout, in caller-owned buffers.
+  virtual std::unique_ptr<SparseStorage> import_into(const MatmulDesc& desc, const void* x_values,
+                                                     const void* x_metadata, void* values, void* metadata,
+                                                     void* stream) = 0;
+  // Caller-owned buffers already in the layout.
+  virtual std::unique_ptr<SparseStorage> borrow(const MatmulDesc& desc, const void* values, const void* metadata) = 0;
   virtual std::unique_ptr<SparseStorage> upload(const MatmulDesc& desc, const std::vector<Compressed>& per_batch) = 0;
   // Throws invalid_argument when `p` (the argument `what`, `bytes` long) is not memory this
   // backend computes on: e.g. a host pointer given to a GPU handle, or a device pointer given
@@ -77,6 +100,7 @@ bool is_device_pointer(const void* p);
 
 namespace spmma {
 struct SparseMatrix::Impl {
+  std::shared_ptr<const detail::Backend> backend;  // where it lives (shared with the handle)
   MatmulDesc desc;  // m, k, a_type, batch as compressed
   Pattern pattern = Pattern::p2_4;
   size_t value_bytes = 0, metadata_bytes = 0;

@@ -146,14 +146,68 @@ const char* act_name(Activation a) {
 
 // ------------------------------------------------------------------ storage
 
+// One host Compressed per stored batch entry (owned), or caller-owned buffers in the interchange
+// form that a Compressed is unpacked from at each use (borrowed: compress_into, import_into,
+// borrow). The unpacking costs about what run's decompress of the same entry costs, and the
+// caller's bytes are read as they are at the run, as on the GPU.
 struct CpuStorage final : SparseStorage {
-  std::vector<Compressed> entries;
+  std::vector<Compressed> entries;  // owned
+  // borrowed
+  const uint8_t* values = nullptr;
+  const uint8_t* metadata = nullptr;
+  ElemType type = ElemType::bf16;
+  int64_t rows = 0, cols = 0, count = 0;
+  size_t entry_values = 0, entry_metadata = 0;
+
+  bool borrowed() const { return values != nullptr; }
+  int64_t size() const { return borrowed() ? count : static_cast<int64_t>(entries.size()); }
+  // Entry e: a reference to the owned one, or `tmp` unpacked from the caller's bytes.
+  const Compressed& entry(int64_t e, Compressed& tmp) const {
+    if (!borrowed()) return entries[static_cast<size_t>(e)];
+    tmp = from_interchange(type, rows, cols, values + static_cast<size_t>(e) * entry_values,
+                           metadata + static_cast<size_t>(e) * entry_metadata);
+    return tmp;
+  }
+
   bool on_device() const override { return false; }
+  bool owns_memory() const override { return !borrowed(); }
+  std::vector<std::pair<const void*, size_t>> spans() const override {
+    if (!borrowed()) return {};  // spmma's own vectors: no caller buffer can overlap them
+    return {{values, entry_values * static_cast<size_t>(count)}, {metadata, entry_metadata * static_cast<size_t>(count)}};
+  }
   Compressed to_host(int64_t b) const override {
-    if (b < 0 || b >= static_cast<int64_t>(entries.size()))
-      fail(Status::invalid_argument, "to_host: batch entry " + std::to_string(b) + " of " +
-                                         std::to_string(entries.size()));
-    return entries[static_cast<size_t>(b)];
+    if (b < 0 || b >= size())
+      fail(Status::invalid_argument, "to_host: batch entry " + std::to_string(b) + " of " + std::to_string(size()));
+    Compressed tmp;
+    return entry(b, tmp);
+  }
+  void export_interchange(void* v, void* m, void* /*stream*/) const override {
+    for (int64_t e = 0; e < size(); ++e) {
+      Compressed tmp;
+      const Compressed& c = entry(e, tmp);
+      try {
+        (void)decompress(c);  // a forbidden nibble in borrowed bytes: reported, not exported
+      } catch (const Error& err) {
+        fail(err.code(), "export_interchange: batch entry " + std::to_string(e) + ": " + err.what());
+      }
+      to_interchange(c, static_cast<uint8_t*>(v) + static_cast<size_t>(e) * c.value_bytes(),
+                     static_cast<uint8_t*>(m) + static_cast<size_t>(e) * c.metadata_bytes());
+    }
+  }
+  void decompress_into(void* dense, int64_t lda, int64_t stride, void* /*stream*/) const override {
+    for (int64_t e = 0; e < size(); ++e) {
+      Compressed tmp;
+      const Compressed& c = entry(e, tmp);
+      Matrix d;
+      try {
+        d = decompress(c);
+      } catch (const Error& err) {
+        fail(err.code(), "decompress_into: batch entry " + std::to_string(e) + ": " + err.what());
+      }
+      const int bits = memory_bits(c.type);
+      for (int64_t r = 0; r < d.rows; ++r)
+        for (int64_t col = 0; col < d.cols; ++col) store_element(dense, e * stride + r * lda + col, bits, d.at(r, col));
+    }
   }
 };
 
@@ -273,18 +327,21 @@ class CpuKernel final : public Kernel {
     const int64_t m = d_.m, n = d_.n, k = d_.k;
     const bool brow = d_.b_order == Order::row_major;
     std::vector<float> av(static_cast<size_t>(m * k)), bv(static_cast<size_t>(k * n)), acc(static_cast<size_t>(m * n));
+    Compressed entry_tmp;
+    const Compressed* entry = nullptr;
     int64_t loaded = -1;
     for (int64_t e = 0; e < d_.batch; ++e) {
       const int64_t ai = d_.a_per_batch ? e : 0;
       if (ai != loaded) {
-        load_a(st.entries[static_cast<size_t>(ai)], av);
+        entry = &st.entry(ai, entry_tmp);
+        load_a(*entry, av);
         loaded = ai;
       }
       load_b(b, e, /*transposed=*/!brow, bv);  // B's own order: k x n or n x k, packed
       cblas_sgemm(CblasRowMajor, CblasNoTrans, brow ? CblasNoTrans : CblasTrans, static_cast<int>(m),
                   static_cast<int>(n), static_cast<int>(k), 1.0f, av.data(), static_cast<int>(k), bv.data(),
                   static_cast<int>(brow ? n : k), 0.0f, acc.data(), static_cast<int>(n));
-      resum_nonfinite_columns(st.entries[static_cast<size_t>(ai)], av, bv, !brow, acc);
+      resum_nonfinite_columns(*entry, av, bv, !brow, acc);
       epilogue(
           e, [&](int64_t i, int64_t j) { return static_cast<double>(acc[static_cast<size_t>(i * n + j)]); }, d, ea);
     }
@@ -328,11 +385,12 @@ class CpuKernel final : public Kernel {
     constexpr int64_t kColBlock = 64;  // columns of B (k values each) reused across a row block
     std::vector<int16_t> av(static_cast<size_t>(m * k)), bt(static_cast<size_t>(n * k));
     std::vector<int32_t> acc(static_cast<size_t>(m * n));
+    Compressed entry_tmp;
     int64_t loaded = -1;
     for (int64_t e = 0; e < d_.batch; ++e) {
       const int64_t ai = d_.a_per_batch ? e : 0;
       if (ai != loaded) {
-        load_a(st.entries[static_cast<size_t>(ai)], av);
+        load_a(st.entry(ai, entry_tmp), av);
         loaded = ai;
       }
       load_b(b, e, /*transposed=*/true, bt);  // n x k: each column of B contiguous
@@ -394,8 +452,10 @@ class CpuBackend final : public Backend {
     return std::make_unique<CpuKernel>(desc);
   }
 
+  CompressedLayout layout(const MatmulDesc& desc) const override { return interchange_layout(desc); }
+
   std::unique_ptr<SparseStorage> compress(const MatmulDesc& desc, const void* a, int64_t lda, int64_t stride_a,
-                                          PruneMode mode, void* /*stream*/) override {
+                                          PruneMode mode, void* /*stream*/, void* values, void* metadata) override {
     const int64_t count = desc.a_per_batch ? desc.batch : 1;
     const int bits = mem_bits(desc.a_type);
     auto st = std::make_unique<CpuStorage>();
@@ -417,6 +477,49 @@ class CpuBackend final : public Backend {
       }
       st->entries[static_cast<size_t>(e)] = spmma::compress(dense);
     }
+    if (values == nullptr) return st;
+    for (int64_t e = 0; e < count; ++e) {
+      const Compressed& c = st->entries[static_cast<size_t>(e)];
+      to_interchange(c, static_cast<uint8_t*>(values) + static_cast<size_t>(e) * c.value_bytes(),
+                     static_cast<uint8_t*>(metadata) + static_cast<size_t>(e) * c.metadata_bytes());
+    }
+    return borrowed(desc, values, metadata);
+  }
+
+  std::unique_ptr<SparseStorage> import_into(const MatmulDesc& desc, const void* x_values, const void* x_metadata,
+                                             void* values, void* metadata, void* /*stream*/) override {
+    // Checked before anything is written: a bad nibble leaves the caller's buffers as they were.
+    auto in = borrowed(desc, x_values, x_metadata);
+    for (int64_t e = 0; e < in->count; ++e) {
+      Compressed tmp;
+      try {
+        (void)decompress(in->entry(e, tmp));
+      } catch (const Error& err) {
+        fail(err.code(), "import_into" + (in->count > 1 ? ": batch entry " + std::to_string(e) : std::string()) + ": " +
+                             err.what());
+      }
+    }
+    const CompressedLayout l = interchange_layout(desc);
+    std::memmove(values, x_values, l.value_bytes);  // the same buffers may be given
+    std::memmove(metadata, x_metadata, l.metadata_bytes);
+    return borrowed(desc, values, metadata);
+  }
+
+  std::unique_ptr<SparseStorage> borrow(const MatmulDesc& desc, const void* values, const void* metadata) override {
+    return borrowed(desc, values, metadata);
+  }
+
+ private:
+  static std::unique_ptr<CpuStorage> borrowed(const MatmulDesc& desc, const void* values, const void* metadata) {
+    auto st = std::make_unique<CpuStorage>();
+    st->values = static_cast<const uint8_t*>(values);
+    st->metadata = static_cast<const uint8_t*>(metadata);
+    st->type = desc.a_type;
+    st->rows = desc.m, st->cols = desc.k;
+    st->count = desc.a_per_batch ? desc.batch : 1;
+    const CompressedLayout l = interchange_layout(desc);
+    st->entry_values = l.value_bytes / static_cast<size_t>(st->count);
+    st->entry_metadata = l.metadata_bytes / static_cast<size_t>(st->count);
     return st;
   }
 

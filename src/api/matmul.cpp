@@ -166,9 +166,11 @@ const SparseMatrix::Impl& need(const SparseMatrix& s, const char* what) {
 
 int64_t a_count(const MatmulDesc& d) { return d.a_per_batch ? d.batch : 1; }
 
-std::unique_ptr<SparseMatrix::Impl> make_impl(const MatmulDesc& desc, std::unique_ptr<detail::SparseStorage> storage) {
+std::unique_ptr<SparseMatrix::Impl> make_impl(const Handle& h, const MatmulDesc& desc,
+                                              std::unique_ptr<detail::SparseStorage> storage) {
   if (!storage) fail(Status::internal, "backend returned no storage for a compressed A");
   auto impl = std::make_unique<SparseMatrix::Impl>();
+  impl->backend = h.impl().backend;
   impl->desc = desc;
   impl->pattern = pattern_for(desc.a_type);
   Compressed shape;  // value_bytes / metadata_bytes depend on type, pattern and shape only
@@ -290,6 +292,7 @@ int64_t SparseMatrix::cols() const { return need(*this, "SparseMatrix::cols").de
 int64_t SparseMatrix::batch() const { return a_count(need(*this, "SparseMatrix::batch").desc); }
 size_t SparseMatrix::value_bytes() const { return need(*this, "SparseMatrix::value_bytes").value_bytes; }
 size_t SparseMatrix::metadata_bytes() const { return need(*this, "SparseMatrix::metadata_bytes").metadata_bytes; }
+bool SparseMatrix::owns_memory() const { return need(*this, "SparseMatrix::owns_memory").storage->owns_memory(); }
 bool SparseMatrix::on_device() const {
   const Impl& i = need(*this, "SparseMatrix::on_device");
   return i.storage && i.storage->on_device();
@@ -353,42 +356,175 @@ std::string Handle::fallback_reason() const { return impl_->fallback_reason; }
 
 // ------------------------------------------------------------------ compress / upload
 
-SparseMatrix compress(Handle& h, const MatmulDesc& desc, const void* a, int64_t lda, int64_t stride_a, PruneMode mode,
-                      void* stream) {
+namespace {
+// compress's and compress_into's checks of A; returns the effective lda and stride_a.
+std::pair<int64_t, int64_t> check_dense_a(detail::Backend& be, const char* who, const MatmulDesc& desc, const void* a,
+                                          int64_t lda, int64_t stride_a, PruneMode mode) {
   desc.validate();
+  const std::string w = who;
   if (mode != PruneMode::check && mode != PruneMode::magnitude)
-    fail(Status::invalid_argument, "compress: mode = " + str(static_cast<int64_t>(mode)) + " is not a PruneMode");
-  if (a == nullptr) fail(Status::invalid_argument, "compress: a is null");
-  if (lda < 0) fail(Status::invalid_argument, "compress: lda = " + str(lda) + " is negative (0 means packed)");
-  if (lda > kMaxDim) fail(Status::invalid_argument, "compress: lda = " + str(lda) + " is larger than 2^31 - 1");
+    fail(Status::invalid_argument, w + ": mode = " + str(static_cast<int64_t>(mode)) + " is not a PruneMode");
+  if (a == nullptr) fail(Status::invalid_argument, w + ": a is null");
+  if (lda < 0) fail(Status::invalid_argument, w + ": lda = " + str(lda) + " is negative (0 means packed)");
+  if (lda > kMaxDim) fail(Status::invalid_argument, w + ": lda = " + str(lda) + " is larger than 2^31 - 1");
   if (lda != 0 && lda < desc.k)
-    fail(Status::invalid_argument,
-         "compress: lda = " + str(lda) + " is smaller than k = " + str(desc.k) + " for the row-major A");
+    fail(Status::invalid_argument, w + ": lda = " + str(lda) + " is smaller than k = " + str(desc.k) + " for the row-major A");
   const int64_t elda = lda == 0 ? desc.k : lda;
   if (is_4bit(desc.a_type) && elda % 2 != 0)
-    fail(Status::invalid_argument, "compress: lda = " + str(lda) + " must be even for the 4-bit type " +
-                                       str(desc.a_type) + ": each row of A starts on a byte");
-  if (stride_a < 0) fail(Status::invalid_argument, "compress: stride_a = " + str(stride_a) + " is negative (0 means packed)");
+    fail(Status::invalid_argument, w + ": lda = " + str(lda) + " must be even for the 4-bit type " + str(desc.a_type) +
+                                       ": each row of A starts on a byte");
+  if (stride_a < 0) fail(Status::invalid_argument, w + ": stride_a = " + str(stride_a) + " is negative (0 means packed)");
   const int64_t count = a_count(desc);
   int64_t estride = stride_a;
   if (count > 1) {
     const int64_t span = checked_mul(elda, desc.m, "lda x m");
     if (stride_a == 0) estride = span;
     if (estride < span)
-      fail(Status::invalid_argument, "compress: stride_a = " + str(stride_a) + " is smaller than one A (lda x m = " +
+      fail(Status::invalid_argument, w + ": stride_a = " + str(stride_a) + " is smaller than one A (lda x m = " +
                                          str(span) + " elements): batch entries would overlap");
     if (is_4bit(desc.a_type) && estride % 2 != 0)
-      fail(Status::invalid_argument, "compress: stride_a = " + str(stride_a) + " must be even for the 4-bit type " +
+      fail(Status::invalid_argument, w + ": stride_a = " + str(stride_a) + " must be even for the 4-bit type " +
                                          str(desc.a_type) + ": each batch entry starts on a byte");
     checked_mul(estride, count * 4, "the batch of A");
   }
-  check_aligned("compress", "a", a, elem_bytes(desc.a_type), [&] {
+  check_aligned(who, "a", a, elem_bytes(desc.a_type), [&] {
     return "A's elements are " + str(desc.a_type) + ", " + str(int64_t{elem_bytes(desc.a_type)}) + " byte(s) each";
   });
+  be.check_memory(a, extent_bytes(desc.m, desc.k, elda, true, count, estride, desc.a_type), (w + ": a").c_str());
+  return {elda, estride};
+}
+
+// Caller-owned buffers of a layout: non-null, aligned, in the backend's memory, not overlapping.
+void check_buffers(const detail::Backend& be, const char* who, const CompressedLayout& l, const void* values,
+                   const void* metadata, const char* v_name = "values", const char* m_name = "metadata") {
+  const std::string w = who;
+  for (auto [p, name, bytes] : {std::tuple{values, v_name, l.value_bytes}, std::tuple{metadata, m_name, l.metadata_bytes}}) {
+    if (p == nullptr) fail(Status::invalid_argument, w + ": " + name + " is null");
+    check_aligned(who, name, p, static_cast<int64_t>(l.alignment), [&] {
+      return "the " + l.name + " layout's buffers are " + str(static_cast<int64_t>(l.alignment)) + "-byte aligned";
+    });
+    be.check_memory(p, bytes, (w + ": " + name).c_str());
+  }
+  const Range rv{v_name, v_name, values, l.value_bytes}, rm{m_name, m_name, metadata, l.metadata_bytes};
+  if (overlap(rv, rm))
+    fail(Status::invalid_argument, w + ": " + v_name + " [" + hex_address(values) + ", +" +
+                                       str(static_cast<int64_t>(l.value_bytes)) + " bytes) and " + m_name + " [" +
+                                       hex_address(metadata) + ", +" + str(static_cast<int64_t>(l.metadata_bytes)) +
+                                       " bytes) overlap");
+}
+}  // namespace
+
+SparseMatrix compress(Handle& h, const MatmulDesc& desc, const void* a, int64_t lda, int64_t stride_a, PruneMode mode,
+                      void* stream) {
   detail::Backend& be = backend_of(h);
-  be.check_memory(a, extent_bytes(desc.m, desc.k, elda, true, count, estride, desc.a_type), "compress: a");
+  const auto [elda, estride] = check_dense_a(be, "compress", desc, a, lda, stride_a, mode);
   auto storage = be.compress(desc, a, elda, estride, mode, stream);
-  return SparseMatrix(make_impl(desc, std::move(storage)));
+  return SparseMatrix(make_impl(h, desc, std::move(storage)));
+}
+
+CompressedLayout compressed_layout(const Handle& h, const MatmulDesc& desc) {
+  desc.validate();
+  if (!h.impl().backend) fail(Status::internal, "Handle has no backend");
+  return h.impl().backend->layout(desc);
+}
+
+CompressedLayout interchange_layout(const MatmulDesc& desc) {
+  desc.validate();
+  Compressed shape;
+  shape.type = desc.a_type;
+  shape.pattern = pattern_for(desc.a_type);
+  shape.rows = desc.m, shape.cols = desc.k;
+  const auto count = static_cast<size_t>(a_count(desc));
+  CompressedLayout l;
+  l.name = "interchange";
+  l.value_bytes = shape.value_bytes() * count;
+  l.metadata_bytes = shape.metadata_bytes() * count;
+  l.alignment = static_cast<size_t>(std::max(2, elem_bytes(desc.a_type)));  // 16-bit metadata words, whole elements
+  return l;
+}
+
+SparseMatrix compress_into(Handle& h, const MatmulDesc& desc, const void* a, int64_t lda, int64_t stride_a,
+                           PruneMode mode, void* values, void* metadata, void* stream) {
+  detail::Backend& be = backend_of(h);
+  const auto [elda, estride] = check_dense_a(be, "compress_into", desc, a, lda, stride_a, mode);
+  const CompressedLayout l = be.layout(desc);
+  check_buffers(be, "compress_into", l, values, metadata);
+  const Range ra{"a", "a", a, extent_bytes(desc.m, desc.k, elda, true, a_count(desc), estride, desc.a_type)};
+  for (const Range& r : {Range{"values", "values", values, l.value_bytes}, Range{"metadata", "metadata", metadata, l.metadata_bytes}})
+    if (overlap(ra, r)) fail(Status::invalid_argument, std::string("compress_into: ") + r.name + " overlaps a");
+  auto storage = be.compress(desc, a, elda, estride, mode, stream, values, metadata);
+  return SparseMatrix(make_impl(h, desc, std::move(storage)));
+}
+
+SparseMatrix import_into(Handle& h, const MatmulDesc& desc, const void* interchange_values,
+                         const void* interchange_metadata, void* values, void* metadata, void* stream) {
+  detail::Backend& be = backend_of(h);
+  desc.validate();
+  const CompressedLayout x = interchange_layout(desc), l = be.layout(desc);
+  check_buffers(be, "import_into", x, interchange_values, interchange_metadata, "interchange_values",
+                "interchange_metadata");
+  check_buffers(be, "import_into", l, values, metadata);
+  // On the CPU the two forms are one layout: the same buffers may be given (checked in place).
+  if (l.name != x.name) {
+    const Range in[] = {{"interchange_values", "", interchange_values, x.value_bytes},
+                        {"interchange_metadata", "", interchange_metadata, x.metadata_bytes}};
+    const Range out[] = {{"values", "", values, l.value_bytes}, {"metadata", "", metadata, l.metadata_bytes}};
+    for (const Range& i : in)
+      for (const Range& o : out)
+        if (overlap(i, o)) fail(Status::invalid_argument, std::string("import_into: ") + o.name + " overlaps " + i.name);
+  }
+  auto storage = be.import_into(desc, interchange_values, interchange_metadata, values, metadata, stream);
+  return SparseMatrix(make_impl(h, desc, std::move(storage)));
+}
+
+SparseMatrix borrow(Handle& h, const MatmulDesc& desc, const void* values, const void* metadata) {
+  detail::Backend& be = backend_of(h);
+  desc.validate();
+  check_buffers(be, "borrow", be.layout(desc), values, metadata);
+  auto storage = be.borrow(desc, values, metadata);
+  return SparseMatrix(make_impl(h, desc, std::move(storage)));
+}
+
+void export_interchange(const SparseMatrix& a, void* values, void* metadata, void* stream) {
+  const SparseMatrix::Impl& i = need(a, "export_interchange");
+  const CompressedLayout x = interchange_layout(i.desc);
+  check_buffers(*i.backend, "export_interchange", x, values, metadata);
+  for (auto [p, bytes, name] : {std::tuple{static_cast<const void*>(values), x.value_bytes, "values"},
+                                std::tuple{static_cast<const void*>(metadata), x.metadata_bytes, "metadata"}})
+    for (const auto& [sp, sb] : i.storage->spans())
+      if (overlap(Range{name, name, p, bytes}, Range{"A", "A", sp, sb}))
+        fail(Status::invalid_argument, std::string("export_interchange: ") + name + " overlaps A's own buffers");
+  i.storage->export_interchange(values, metadata, stream);
+}
+
+void decompress_into(const SparseMatrix& a, void* dense, int64_t lda, int64_t stride_a, void* stream) {
+  const SparseMatrix::Impl& i = need(a, "decompress_into");
+  const MatmulDesc& d = i.desc;
+  if (dense == nullptr) fail(Status::invalid_argument, "decompress_into: dense is null");
+  if (lda < 0 || (lda != 0 && lda < d.k) || lda > kMaxDim)
+    fail(Status::invalid_argument, "decompress_into: lda = " + str(lda) + " (0 = packed, else k = " + str(d.k) +
+                                       " .. 2^31 - 1)");
+  const int64_t elda = lda == 0 ? d.k : lda, count = a_count(d);
+  if (is_4bit(d.a_type) && elda % 2 != 0)
+    fail(Status::invalid_argument, "decompress_into: lda = " + str(lda) + " must be even for the 4-bit type " + str(d.a_type));
+  int64_t estride = stride_a;
+  if (stride_a < 0) fail(Status::invalid_argument, "decompress_into: stride_a = " + str(stride_a) + " is negative");
+  if (count > 1) {
+    const int64_t span = checked_mul(elda, d.m, "lda x m");
+    if (estride == 0) estride = span;
+    if (estride < span || (is_4bit(d.a_type) && estride % 2 != 0))
+      fail(Status::invalid_argument, "decompress_into: stride_a = " + str(stride_a) + " (at least lda x m = " +
+                                         str(span) + ", even for 4-bit types)");
+  }
+  check_aligned("decompress_into", "dense", dense, elem_bytes(d.a_type), [&] {
+    return "A's elements are " + str(d.a_type) + ", " + str(int64_t{elem_bytes(d.a_type)}) + " byte(s) each";
+  });
+  const size_t bytes = extent_bytes(d.m, d.k, elda, true, count, estride, d.a_type);
+  i.backend->check_memory(dense, bytes, "decompress_into: dense");
+  for (const auto& [sp, sb] : i.storage->spans())
+    if (overlap(Range{"dense", "dense", dense, bytes}, Range{"A", "A", sp, sb}))
+      fail(Status::invalid_argument, "decompress_into: dense overlaps A's own buffers");
+  i.storage->decompress_into(dense, elda, estride, stream);
 }
 
 SparseMatrix upload(Handle& h, const MatmulDesc& desc, const std::vector<Compressed>& per_batch) {
@@ -422,7 +558,7 @@ SparseMatrix upload(Handle& h, const MatmulDesc& desc, const std::vector<Compres
                                          " words, expected rows x meta_words_per_row = " + str(static_cast<int64_t>(words)));
   }
   auto storage = backend_of(h).upload(desc, per_batch);
-  return SparseMatrix(make_impl(desc, std::move(storage)));
+  return SparseMatrix(make_impl(h, desc, std::move(storage)));
 }
 
 // ------------------------------------------------------------------ Plan

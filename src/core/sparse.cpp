@@ -422,3 +422,39 @@ ElemRule elem_rule(ElemType t, Pattern p) {
 }  // namespace detail
 
 }  // namespace spmma
+
+namespace spmma {
+
+void to_interchange(const Compressed& c, void* values, void* metadata) {
+  const int bits = memory_bits(c.type);
+  auto* v = static_cast<uint8_t*>(values);
+  std::fill(v, v + c.value_bytes(), uint8_t{0});  // 4-bit elements fill their bytes by halves
+  for (size_t i = 0; i < c.values.bits.size(); ++i) store_element(v, static_cast<int64_t>(i), bits, c.values.bits[i]);
+  auto* m = static_cast<uint8_t*>(metadata);
+  for (size_t i = 0; i < c.metadata.size(); ++i) {  // little-endian whatever the host's order
+    m[2 * i] = static_cast<uint8_t>(c.metadata[i]);
+    m[2 * i + 1] = static_cast<uint8_t>(c.metadata[i] >> 8);
+  }
+}
+
+Compressed from_interchange(ElemType t, int64_t rows, int64_t cols, const void* values, const void* metadata,
+                            bool ordered) {
+  Compressed c;
+  c.type = t;
+  c.pattern = pattern_for(t);
+  c.rows = rows, c.cols = cols;
+  c.ordered = ordered;
+  if (rows < 0 || cols < 0 || cols % pattern_info(c.pattern).chunk != 0)
+    fail(Status::invalid_argument, "from_interchange: " + std::to_string(rows) + " x " + std::to_string(cols) +
+                                       " is not a shape of a compressed " + std::string(type_name(t)));
+  c.values = Matrix(t, rows, cols / 2);
+  const int bits = memory_bits(t);
+  for (size_t i = 0; i < c.values.bits.size(); ++i) c.values.bits[i] = load_element(values, static_cast<int64_t>(i), bits);
+  c.metadata.resize(static_cast<size_t>(rows * c.meta_words_per_row()));
+  const auto* m = static_cast<const uint8_t*>(metadata);
+  for (size_t i = 0; i < c.metadata.size(); ++i)
+    c.metadata[i] = static_cast<uint16_t>(m[2 * i] | (static_cast<unsigned>(m[2 * i + 1]) << 8));
+  return c;
+}
+
+}  // namespace spmma

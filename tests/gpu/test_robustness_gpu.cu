@@ -1066,3 +1066,100 @@ TEST_F(Robust, Fp8OutputSaturatesLikeTheCpu) {
         ++turn;
       }
 }
+
+// Issue 11 (item 2): a compressed A in caller-owned device memory. compress_into and import_into
+// write the same device layout; each SparseMatrix borrows the caller's buffers (the run reads
+// them as they are then: zeroed values give a zero D); export_interchange and decompress_into
+// give the host library's bytes; the products equal the CPU backend's bit for bit (small integer
+// values: every sum exact); a forbidden nibble is reported at its batch entry, row and chunk.
+TEST_F(Robust, CallerOwnedBuffersMatchTheCpu) {
+  if (supported_types(*h_).empty()) GTEST_SKIP() << "no GPU";
+  std::mt19937_64 rng(seed() + 14);
+  Handle cpu(Device::cpu);
+  for (auto [a, cd] : {std::pair{T::bf16, T::bf16}, std::pair{T::e4m3, T::f32}, std::pair{T::s8, T::s32},
+                       std::pair{T::tf32, T::f32}, std::pair{T::f16, T::f16}}) {
+    SCOPED_TRACE(type_name(a));
+    MatmulDesc d = desc_of(a, a, cd, 130, 24, 3 * kstep(a));
+    d.batch = 2, d.a_per_batch = true;
+    const int bits = bits_of(a);
+    const int64_t a_elems = d.m * d.k * 2;
+    std::vector<uint8_t> ha(bytes_for(a_elems, a)), hb(bytes_for(d.k * d.n * 2, a));
+    for (int64_t i = 0; i < a_elems; ++i)
+      store_element(ha.data(), i, bits, encode(a, static_cast<double>(static_cast<int>(rng() % 7) - 3)));
+    for (int64_t i = 0; i < d.k * d.n * 2; ++i)
+      store_element(hb.data(), i, bits, encode(a, static_cast<double>(static_cast<int>(rng() % 5) - 2)));
+    const size_t d_bytes = bytes_for(d.m * d.n * 2, cd);
+    std::vector<uint8_t> want(d_bytes, 0xA5);
+    const SparseMatrix sc = compress(cpu, d, ha.data(), 0, 0, PruneMode::magnitude);
+    Plan(cpu, d).run(sc, hb.data(), nullptr, want.data(), 1, 0);
+    const CompressedLayout x = interchange_layout(d);
+    std::vector<uint8_t> xv(x.value_bytes), xm(x.metadata_bytes);
+    export_interchange(sc, xv.data(), xm.data());
+
+    const CompressedLayout l = compressed_layout(*h_, d);
+    EXPECT_EQ(l.name, "gpu-v1");
+    DevMem ga(ha.size()), gb(hb.size()), gd(d_bytes), v1(l.value_bytes), m1(l.metadata_bytes), v2(l.value_bytes),
+        m2(l.metadata_bytes), gxv(x.value_bytes), gxm(x.metadata_bytes), dense(ha.size());
+    CK(cudaMemcpy(ga.base, ha.data(), ha.size(), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(gb.base, hb.data(), hb.size(), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(gxv.base, xv.data(), xv.size(), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(gxm.base, xm.data(), xm.size(), cudaMemcpyHostToDevice));
+    CK(cudaMemset(v1.base, 0x5A, l.value_bytes));
+    CK(cudaMemset(m1.base, 0x5A, l.metadata_bytes));
+    CK(cudaMemset(v2.base, 0xA5, l.value_bytes));
+    CK(cudaMemset(m2.base, 0xA5, l.metadata_bytes));
+    Plan plan(*h_, d);
+    auto gpu_run = [&](const SparseMatrix& s) {
+      std::vector<uint8_t> got(d_bytes);
+      EXPECT_EQ(cudaMemset(gd.base, 0xA5, d_bytes), cudaSuccess);
+      plan.run(s, gb.base, nullptr, gd.base, 1, 0);
+      EXPECT_EQ(cudaMemcpy(got.data(), gd.base, d_bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+      return got;
+    };
+    const SparseMatrix s1 = compress_into(*h_, d, ga.base, 0, 0, PruneMode::magnitude, v1.base, m1.base);
+    const SparseMatrix s2 = import_into(*h_, d, gxv.base, gxm.base, v2.base, m2.base);
+    EXPECT_FALSE(s1.owns_memory());
+    EXPECT_FALSE(s2.owns_memory());
+    EXPECT_EQ(gpu_run(s1), want);
+    EXPECT_EQ(gpu_run(s2), want);
+    // The same device layout both ways, every byte (padding rows and words included).
+    std::vector<uint8_t> b1(l.value_bytes + l.metadata_bytes), b2(b1.size());
+    CK(cudaMemcpy(b1.data(), v1.base, l.value_bytes, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(b1.data() + l.value_bytes, m1.base, l.metadata_bytes, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(b2.data(), v2.base, l.value_bytes, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(b2.data() + l.value_bytes, m2.base, l.metadata_bytes, cudaMemcpyDeviceToHost));
+    EXPECT_TRUE(b1 == b2) << "compress_into and import_into wrote different device layouts";
+    // Back to the interchange form and to dense, on the device.
+    CK(cudaMemset(gxv.base, 0x5A, x.value_bytes));
+    CK(cudaMemset(gxm.base, 0x5A, x.metadata_bytes));
+    export_interchange(s1, gxv.base, gxm.base);
+    std::vector<uint8_t> ev(x.value_bytes), em(x.metadata_bytes);
+    CK(cudaMemcpy(ev.data(), gxv.base, ev.size(), cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(em.data(), gxm.base, em.size(), cudaMemcpyDeviceToHost));
+    EXPECT_TRUE(ev == xv && em == xm) << "export_interchange differs from the CPU's bytes";
+    CK(cudaMemset(dense.base, 0x5A, ha.size()));
+    decompress_into(s2, dense.base);
+    std::vector<uint8_t> gdense(ha.size()), hdense(ha.size(), 0x5A);
+    CK(cudaMemcpy(gdense.data(), dense.base, gdense.size(), cudaMemcpyDeviceToHost));
+    decompress_into(sc, hdense.data());
+    EXPECT_TRUE(gdense == hdense) << "decompress_into differs from the CPU's";
+    // Borrowed: the run reads the buffers as they are.
+    const SparseMatrix view = borrow(*h_, d, v1.base, m1.base);
+    EXPECT_EQ(gpu_run(view), want);
+    CK(cudaMemset(v1.base, 0, l.value_bytes));
+    std::vector<uint8_t> zero(d_bytes);
+    for (int64_t i = 0; i < d.m * d.n * 2; ++i) store_element(zero.data(), i, bits_of(cd), encode(cd, 0.0));
+    EXPECT_EQ(gpu_run(view), zero);
+    // A forbidden nibble: batch entry 1, row 2, chunk 1 (the high half of the low byte of word 0).
+    const size_t at = xm.size() / 2 + 2 * (xm.size() / 2 / static_cast<size_t>(d.m));
+    std::vector<uint8_t> bad = xm;
+    bad[at] = static_cast<uint8_t>((bad[at] & 0x0F) | (a == T::tf32 ? 0x80 : 0x50));
+    CK(cudaMemcpy(gxm.base, bad.data(), bad.size(), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(gxv.base, xv.data(), xv.size(), cudaMemcpyHostToDevice));
+    expect_error([&] { (void)import_into(*h_, d, gxv.base, gxm.base, v2.base, m2.base); }, Status::invalid_value,
+                 {"import_into", "batch entry 1", "row 2", "chunk 1"});
+    // Memory and alignment the kernels cannot take.
+    expect_error([&] { (void)borrow(*h_, d, v1.base + 8, m1.base); }, Status::invalid_argument, {"borrow", "values", "16-byte"});
+    expect_error([&] { (void)borrow(*h_, d, xv.data(), xm.data()); }, Status::invalid_argument, {"borrow"});
+  }
+}

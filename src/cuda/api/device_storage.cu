@@ -72,8 +72,8 @@ GpuStorage::~GpuStorage() {
   // Free on the device that holds the buffers, whatever device is current now.
   int prev = -1;
   if (cudaGetDevice(&prev) == cudaSuccess && prev != ordinal && cudaSetDevice(ordinal) == cudaSuccess) {
-    values = {};
-    meta = {};
+    owned_values = {};
+    owned_meta = {};
     cudaSetDevice(prev);
   }
 }
@@ -85,9 +85,9 @@ Compressed GpuStorage::to_host(int64_t b) const {
   cuda::DeviceGuard guard(ordinal);
   std::vector<uint8_t> vals(static_cast<size_t>(batch_values));
   std::vector<uint32_t> words(static_cast<size_t>(batch_meta_words));
-  cuda::check(cudaMemcpy(vals.data(), values.ptr + b * batch_values, vals.size(), cudaMemcpyDeviceToHost),
+  cuda::check(cudaMemcpy(vals.data(), values + b * batch_values, vals.size(), cudaMemcpyDeviceToHost),
               "download A values");
-  cuda::check(cudaMemcpy(words.data(), meta.ptr + b * batch_meta_words, words.size() * 4, cudaMemcpyDeviceToHost),
+  cuda::check(cudaMemcpy(words.data(), meta + b * batch_meta_words, words.size() * 4, cudaMemcpyDeviceToHost),
               "download A metadata");
   const isa::Variant& v = isa::variant_or_throw(variant);
   Matrix vm(type, m_pad, k / 2);
@@ -119,7 +119,8 @@ sm90::AMaps GpuStorage::a_maps(const gemm::Params& p) const {
   return *maps_;
 }
 
-std::unique_ptr<GpuStorage> empty_storage(const MatmulDesc& desc, int64_t entries, int ordinal) {
+std::unique_ptr<GpuStorage> empty_storage(const MatmulDesc& desc, int64_t entries, int ordinal, void* values,
+                                          void* metadata) {
   const isa::Variant& v = variant_for(desc);
   auto st = std::make_unique<GpuStorage>();
   st->ordinal = ordinal;
@@ -133,9 +134,87 @@ std::unique_ptr<GpuStorage> empty_storage(const MatmulDesc& desc, int64_t entrie
   st->meta_groups = (desc.k / v.k + gemm::kMetaGroup - 1) / gemm::kMetaGroup;
   st->batch_values = st->m_pad * st->a_row_bytes;
   st->batch_meta_words = st->m_pad / 16 * st->meta_groups * st->meta_lanes * gemm::kMetaGroup;
-  st->values = cuda::DeviceBuffer<uint8_t>(static_cast<size_t>(st->batch_values * entries));
-  st->meta = cuda::DeviceBuffer<uint32_t>(static_cast<size_t>(st->batch_meta_words * entries));
+  if (values != nullptr) {
+    st->values = static_cast<uint8_t*>(values);
+    st->meta = static_cast<uint32_t*>(metadata);
+    return st;
+  }
+  st->owned_values = cuda::DeviceBuffer<uint8_t>(static_cast<size_t>(st->batch_values * entries));
+  st->owned_meta = cuda::DeviceBuffer<uint32_t>(static_cast<size_t>(st->batch_meta_words * entries));
+  st->values = st->owned_values.ptr;
+  st->meta = st->owned_meta.ptr;
   return st;
+}
+
+CompressedLayout gpu_layout(const MatmulDesc& desc) {
+  const isa::Variant& v = variant_for(desc);
+  const int64_t entries = desc.a_per_batch ? desc.batch : 1;
+  const int64_t m_pad = padded_rows(desc.m), row_bytes = desc.k / 2 * memory_bits(desc.a_type) / 8;
+  const int64_t groups = (desc.k / v.k + gemm::kMetaGroup - 1) / gemm::kMetaGroup;
+  CompressedLayout l;
+  l.name = "gpu-v1";
+  l.value_bytes = static_cast<size_t>(m_pad * row_bytes * entries);
+  l.metadata_bytes = static_cast<size_t>(m_pad / 16 * groups * 8 * v.meta->lanes_per_group * gemm::kMetaGroup * 4 * entries);
+  l.alignment = 16;  // the kernels' tensor maps take 16-byte aligned addresses (every row and entry is a multiple)
+  return l;
+}
+
+void relayout(const GpuStorage& st, gpu_format::Relayout dir, const void* x_values, const void* x_metadata, void* dense, int64_t lda,
+              int64_t stride, void* stream, const char* who) {
+  const isa::Variant& v = isa::variant_or_throw(st.variant);
+  const PatternInfo& pi = pattern_info(st.pattern);
+  const int bits = memory_bits(st.type);
+  const int64_t chunks = st.k / pi.chunk;
+  const size_t x_row_values = static_cast<size_t>(st.k / 2 * bits / 8), x_row_words = static_cast<size_t>(chunks / 4);
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  cuda::DeviceBuffer<unsigned long long> bad(static_cast<size_t>(st.entries));
+  cuda::check(cudaMemsetAsync(bad.ptr, 0xFF, bad.bytes(), s), std::string(who) + ": cudaMemsetAsync");
+  for (int64_t e = 0; e < st.entries; ++e) {
+    gpu_format::RelayoutParams rp;
+    rp.shape = gpu_format::compress_params_for(st.type, v);
+    rp.shape.m = st.m, rp.shape.k = st.k, rp.shape.m_pad = st.m_pad;
+    rp.shape.meta_group = gemm::kMetaGroup;
+    rp.shape.groups = st.meta_groups;
+    rp.shape.values = st.values + e * st.batch_values;
+    rp.shape.value_row_bytes = st.a_row_bytes;
+    rp.shape.meta = st.meta + e * st.batch_meta_words;
+    rp.dir = dir;
+    const size_t xe = static_cast<size_t>(e * st.m);
+    rp.x_values = const_cast<uint8_t*>(static_cast<const uint8_t*>(x_values)) + (x_values ? xe * x_row_values : 0);
+    rp.x_meta = const_cast<uint16_t*>(static_cast<const uint16_t*>(x_metadata)) + (x_metadata ? xe * x_row_words : 0);
+    rp.x_meta_words = static_cast<int64_t>(x_row_words);
+    rp.dense = dense ? static_cast<uint8_t*>(dense) + e * stride * bits / 8 : nullptr;
+    rp.ld_bytes = lda * bits / 8;
+    rp.bad = bad.ptr + e;
+    gpu_format::launch_relayout(rp, stream);
+  }
+  std::vector<unsigned long long> first(static_cast<size_t>(st.entries));
+  cuda::check(cudaMemcpyAsync(first.data(), bad.ptr, bad.bytes(), cudaMemcpyDeviceToHost, s),
+              std::string(who) + ": read the check result");
+  cuda::check(cudaStreamSynchronize(s), std::string(who) + " (GPU kernels)");
+  for (int64_t e = 0; e < st.entries; ++e) {
+    const unsigned long long at = first[static_cast<size_t>(e)];
+    if (at == gpu_format::kNoViolation) continue;
+    const int64_t row = static_cast<int64_t>(at) / chunks, ch = static_cast<int64_t>(at) % chunks;
+    fail(Status::invalid_value, std::string(who) + (st.entries > 1 ? ": batch entry " + std::to_string(e) : "") +
+                                    ": row " + std::to_string(row) + ", chunk " + std::to_string(ch) +
+                                    " has a metadata nibble " + pi.name + " forbids" +
+                                    (dir == gpu_format::Relayout::to_device
+                                         ? ""
+                                         : " (the buffers were not written by compress_into or import_into)"));
+  }
+}
+
+void GpuStorage::export_interchange(void* x_values, void* x_metadata, void* stream) const {
+  cuda::DeviceGuard guard(ordinal);
+  relayout(*this, gpu_format::Relayout::to_interchange, x_values, x_metadata, nullptr, 0, 0, stream,
+           "export_interchange");
+}
+
+void GpuStorage::decompress_into(void* dense, int64_t lda, int64_t stride, void* stream) const {
+  cuda::DeviceGuard guard(ordinal);
+  relayout(*this, gpu_format::Relayout::to_dense, nullptr, nullptr, dense, lda, stride, stream,
+           "decompress_into");
 }
 
 std::unique_ptr<GpuStorage> upload_storage(const MatmulDesc& desc, const std::vector<Compressed>& per_batch, int ordinal) {
@@ -158,8 +237,8 @@ std::unique_ptr<GpuStorage> upload_storage(const MatmulDesc& desc, const std::ve
     pack(pc.values.bits, b, vals);
     words.insert(words.end(), fr.words.begin(), fr.words.end());
   }
-  cuda::check(cudaMemcpy(st->values.ptr, vals.data(), vals.size(), cudaMemcpyHostToDevice), "upload A values");
-  cuda::check(cudaMemcpy(st->meta.ptr, words.data(), words.size() * 4, cudaMemcpyHostToDevice), "upload A metadata");
+  cuda::check(cudaMemcpy(st->values, vals.data(), vals.size(), cudaMemcpyHostToDevice), "upload A values");
+  cuda::check(cudaMemcpy(st->meta, words.data(), words.size() * 4, cudaMemcpyHostToDevice), "upload A metadata");
   return st;
 }
 

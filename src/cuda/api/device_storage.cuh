@@ -12,6 +12,7 @@
 
 #include "api/backend.hpp"
 #include "device_buffer.cuh"
+#include "format/relayout_gpu.cuh"
 #include "sm90/launch_sm90.hpp"
 
 namespace spmma::gpu_api {
@@ -25,8 +26,12 @@ struct GpuStorage final : detail::SparseStorage {
   Pattern pattern = Pattern::p2_4;
   std::string variant;  // the instruction whose fragment-ready layout the metadata has
   int64_t m = 0, k = 0, entries = 1;
-  cuda::DeviceBuffer<uint8_t> values;
-  cuda::DeviceBuffer<uint32_t> meta;
+  // The buffers the kernels read: `owned` ones, or the caller's (compress_into, import_into,
+  // borrow), which must outlive this storage.
+  uint8_t* values = nullptr;
+  uint32_t* meta = nullptr;
+  cuda::DeviceBuffer<uint8_t> owned_values;
+  cuda::DeviceBuffer<uint32_t> owned_meta;
   int64_t m_pad = 0, a_row_bytes = 0, batch_values = 0, batch_meta_words = 0;
   int meta_lanes = 0;
   int64_t meta_groups = 0;
@@ -34,8 +39,15 @@ struct GpuStorage final : detail::SparseStorage {
   ~GpuStorage() override;
   bool on_device() const override { return true; }
   int gpu_ordinal() const override { return ordinal; }
+  bool owns_memory() const override { return owned_values.ptr != nullptr; }
+  std::vector<std::pair<const void*, size_t>> spans() const override {
+    return {{values, static_cast<size_t>(batch_values * entries)},
+            {meta, static_cast<size_t>(batch_meta_words * entries * 4)}};
+  }
   // Downloads batch entry b and turns it back into the host's whole-matrix form.
   Compressed to_host(int64_t b) const override;
+  void export_interchange(void* x_values, void* x_metadata, void* stream) const override;
+  void decompress_into(void* dense, int64_t lda, int64_t stride, void* stream) const override;
 
   // The sm90 kernel's tensor maps of A, encoded at the first run (per batch layout) and kept: a
   // planned run then encodes only B's map, and only when B's pointer or layout changes.
@@ -47,8 +59,19 @@ struct GpuStorage final : detail::SparseStorage {
   mutable int64_t maps_batch_a_bytes_ = -1, maps_batch_ = -1;
 };
 
-// Device buffers for `entries` compressed A of desc (uninitialised), on the current device.
-std::unique_ptr<GpuStorage> empty_storage(const MatmulDesc& desc, int64_t entries, int ordinal);
+// Storage for `entries` compressed A of desc (uninitialised), on the current device: buffers of
+// its own, or the caller's `values` / `metadata` (both given) borrowed.
+std::unique_ptr<GpuStorage> empty_storage(const MatmulDesc& desc, int64_t entries, int ordinal, void* values = nullptr,
+                                          void* metadata = nullptr);
+// The layout's sizes ("gpu-v1"), what empty_storage allocates.
+CompressedLayout gpu_layout(const MatmulDesc& desc);
+
+// One relayout launch per batch entry (format/relayout_gpu.cuh) between st's buffers and the
+// interchange form (x_values / x_metadata, entry after entry) or a dense A (dense, lda and
+// stride in elements); synchronises `stream` and throws invalid_value naming `who`, the batch
+// entry, row and chunk of the first forbidden nibble.
+void relayout(const GpuStorage& st, gpu_format::Relayout dir, const void* x_values, const void* x_metadata, void* dense, int64_t lda,
+              int64_t stride, void* stream, const char* who);
 
 // Host Compressed matrices uploaded (padded to whole tiles, metadata re-laid out).
 std::unique_ptr<GpuStorage> upload_storage(const MatmulDesc& desc, const std::vector<Compressed>& per_batch, int ordinal);

@@ -150,8 +150,8 @@ struct GpuKernel final : Kernel {
       batch_b_bytes = desc.k * desc.n * b_bits / 8;
     }
     gemm::Params p{};
-    p.a = st.values.ptr;
-    p.meta = st.meta.ptr;
+    p.a = st.values;
+    p.meta = st.meta;
     p.b = bcols;
     p.c = c;
     p.d = d;
@@ -296,12 +296,14 @@ struct GpuBackend final : Backend {
     return k;
   }
 
+  CompressedLayout layout(const MatmulDesc& desc) const override { return gpu_api::gpu_layout(desc); }
+
   std::unique_ptr<SparseStorage> compress(const MatmulDesc& desc, const void* a, int64_t lda, int64_t stride_a,
-                                          PruneMode mode, void* stream) override {
+                                          PruneMode mode, void* stream, void* values, void* metadata) override {
     const nvtx3::scoped_range_in<NvtxDomain> range{"spmma compress"};
     cuda::DeviceGuard guard(ordinal);
     const int64_t entries = desc.a_per_batch ? desc.batch : 1;
-    auto st = gpu_api::empty_storage(desc, entries, ordinal);
+    auto st = gpu_api::empty_storage(desc, entries, ordinal, values, metadata);
     const isa::Variant& v = isa::variant_or_throw(st->variant);
     const PatternInfo& pi = pattern_info(st->pattern);
     const int bits = memory_bits(desc.a_type);
@@ -316,9 +318,9 @@ struct GpuBackend final : Backend {
       p.meta_group = gemm::kMetaGroup;
       p.groups = st->meta_groups;
       p.prune = mode == PruneMode::magnitude;
-      p.values = st->values.ptr + e * st->batch_values;
+      p.values = st->values + e * st->batch_values;
       p.value_row_bytes = st->a_row_bytes;
-      p.meta = st->meta.ptr + e * st->batch_meta_words;
+      p.meta = st->meta + e * st->batch_meta_words;
       p.violation = violation.ptr + e;
       gpu_format::launch_compress(p, stream);
     }
@@ -339,6 +341,22 @@ struct GpuBackend final : Backend {
                  std::to_string(ch * pi.chunk + pi.chunk - 1) + ") has more non-zeros than " + pi.name + " allows");
       }
     return st;
+  }
+
+  std::unique_ptr<SparseStorage> import_into(const MatmulDesc& desc, const void* x_values, const void* x_metadata,
+                                             void* values, void* metadata, void* stream) override {
+    const nvtx3::scoped_range_in<NvtxDomain> range{"spmma import_into"};
+    cuda::DeviceGuard guard(ordinal);
+    auto st = gpu_api::empty_storage(desc, desc.a_per_batch ? desc.batch : 1, ordinal, values, metadata);
+    gpu_api::relayout(*st, gpu_format::Relayout::to_device, x_values, x_metadata, nullptr, 0, 0, stream, "import_into");
+    return st;
+  }
+
+  std::unique_ptr<SparseStorage> borrow(const MatmulDesc& desc, const void* values, const void* metadata) override {
+    cuda::DeviceGuard guard(ordinal);
+    // The kernels only read A: the const goes away for the storage's one pointer type.
+    return gpu_api::empty_storage(desc, desc.a_per_batch ? desc.batch : 1, ordinal, const_cast<void*>(values),
+                                  const_cast<void*>(metadata));
   }
 
   std::unique_ptr<SparseStorage> upload(const MatmulDesc& desc, const std::vector<Compressed>& per_batch) override {
