@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import atexit
 import sys
+import weakref
 from collections import OrderedDict
 
 from . import _spmma
@@ -153,67 +154,166 @@ def _float32(v, like, n: int, what: str):
 
 # ---------------------------------------------------------------- the compressed weight
 
+def _bytes_array(like, n: int):
+    """n uninitialised bytes (uint8, 1-D) from like's framework, on like's device."""
+    return _empty(like, (n,), "u8")
+
+
+def _layout(dtype: str, rows: int, k: int, device: int) -> tuple:
+    """(name, value bytes, metadata bytes, alignment) of a weight where `device` computes."""
+    return _spmma.layout(dtype, rows, k, device)
+
+
 class SparseWeight:
     """A weight W (out_features x in_features) compressed to its type's sparsity pattern (2:4 for
     16- and 8-bit types, 1:2 for tf32), where the input array lived (CPU or a CUDA device).
 
-    ``state()`` / ``SparseWeight.from_state`` save and restore it (values, metadata, type, shape
-    and a format version, as numpy arrays); ``to(device)`` moves it.
+    Its bytes are two arrays of the caller's framework — ``values`` and ``metadata`` (uint8, 1-D;
+    torch tensors from PyTorch's allocator, numpy arrays on the CPU path) — in the layout of the
+    device that runs it (``layout``: "interchange" on the CPU, "gpu-v1" on a GPU, whose rows are
+    padded and whose metadata is in the kernels' order). spmma keeps no copy: the products read
+    these arrays.
+
+    ``interchange()`` gives the device-independent form (what a checkpoint stores);
+    ``state()`` / ``SparseWeight.from_state`` save and restore it as numpy arrays plus type, shape
+    and a format version; ``SparseWeight.from_interchange`` builds one from the interchange form
+    where those arrays live; ``to(device)`` moves it.
     """
 
     FORMAT = "spmma-compressed-v1"
 
-    def __init__(self, sparse, dtype: str, shape: tuple[int, int], device: int):
-        self._s = sparse
+    def __init__(self, sparse, dtype: str, shape: tuple[int, int], device: int, values, metadata, weak: bool = False):
+        self._s = sparse            # borrows values and metadata
         self.dtype = dtype          # spmma's type name: "bf16", "e4m3", ...
         self.shape = shape          # (out_features, in_features)
         self._device = device
+        # Strong references keep the arrays alive as long as the weight; weak ones (spmma.torch's
+        # cache of views over a layer's buffers) do not: the cache drops the view first.
+        self._arrays = (weakref.ref(values), weakref.ref(metadata)) if weak else (values, metadata)
+        self._weak = weak
+
+    def _array(self, i: int):
+        a = self._arrays[i]
+        if self._weak:
+            a = a()
+            if a is None:
+                raise RuntimeError("SparseWeight: the tensors this view borrowed are gone")
+        return a
+
+    @property
+    def values(self):
+        """The compressed values (uint8, 1-D, the device's layout): the caller's framework's array."""
+        return self._array(0)
+
+    @property
+    def metadata(self):
+        """The metadata (uint8, 1-D, the device's layout)."""
+        return self._array(1)
 
     @property
     def device(self) -> str:
         return "cpu" if self._device < 0 else f"cuda:{self._device}"
 
     @property
+    def layout(self) -> str:
+        return _layout(self.dtype, self.shape[0], self.shape[1], self._device)[0]
+
+    @property
     def nbytes(self) -> int:
+        """Bytes of the compressed weight in the interchange form (values and metadata)."""
         return self._s.value_bytes + self._s.metadata_bytes
 
     def __repr__(self) -> str:
         return f"SparseWeight({self.shape[0]}x{self.shape[1]} {self.dtype}, {self.device}, {self.nbytes} bytes)"
 
+    def interchange(self):
+        """(values, metadata) in the interchange form (docs/layouts.md): uint8 arrays of one row per
+        output feature, in the weight's framework and on its device (a conversion on the GPU)."""
+        rows = self.shape[0]
+        v = _bytes_array(self.values, self._s.value_bytes)
+        m = _bytes_array(self.values, self._s.metadata_bytes)
+        self._s.export_into(v, m, _stream(self._device))
+        return v.reshape(rows, -1), m.reshape(rows, -1)
+
+    @classmethod
+    def from_interchange(cls, values, metadata, dtype: str, shape) -> "SparseWeight":
+        """The weight whose interchange form is (values, metadata) — uint8 arrays, any shape, of its
+        exact sizes — in the layout of the device they are on; every nibble is checked (ValueError
+        naming the row and chunk)."""
+        rows, k = (int(x) for x in shape)
+        dev = _device(values)
+        _, vb, mb, _ = _layout(dtype, rows, k, dev)
+        v, m = _bytes_array(values, vb), _bytes_array(values, mb)
+        xv, xm = (_contiguous(a).reshape(-1) for a in (values, metadata))
+        s = _spmma.import_into(dtype, rows, k, _raw(xv), _raw(xm), v, m, _stream(dev))
+        return cls(s, dtype, (rows, k), dev, v, m)
+
+    @classmethod
+    def borrow(cls, values, metadata, dtype: str, shape, *, _weak: bool = False) -> "SparseWeight":
+        """A weight over arrays that already hold it in their device's layout (a SparseWeight's
+        ``values`` and ``metadata``, or copies of them on a device of the same layout). Nothing is
+        checked but sizes, device and alignment: the arrays are trusted to be what spmma wrote."""
+        rows, k = (int(x) for x in shape)
+        s = _spmma.borrow(dtype, rows, k, values, metadata, not _weak)
+        return cls(s, dtype, (rows, k), _device(values), values, metadata, weak=_weak)
+
     def state(self) -> dict:
         import numpy as np  # noqa: PLC0415
-        values, meta = self._s.to_host()
-        return {"format": self.FORMAT, "type": self.dtype, "shape": list(self.shape),
-                "values": np.frombuffer(values, dtype=np.uint8).copy(),
-                "metadata": np.frombuffer(meta, dtype=np.uint8).copy()}
+        v, m = self.interchange()
+        host = [np.asarray(a.cpu() if _is_torch(a) else a).reshape(-1).copy() for a in (v, m)]
+        return {"format": self.FORMAT, "type": self.dtype, "shape": list(self.shape), "values": host[0],
+                "metadata": host[1]}
 
     @classmethod
     def from_state(cls, state: dict, device: str = "cpu") -> "SparseWeight":
         if state.get("format") != cls.FORMAT:
             raise ValueError(f"SparseWeight.from_state: format {state.get('format')!r}, expected {cls.FORMAT!r}")
-        rows, k = (int(x) for x in state["shape"])
-        return cls._from_bytes(state["type"], rows, k, bytes(memoryview(state["values"])),
-                               bytes(memoryview(state["metadata"])), _parse_device(device))
-
-    @classmethod
-    def _from_bytes(cls, dtype: str, rows: int, k: int, values: bytes, metadata: bytes, device: int) -> "SparseWeight":
-        """From the host form of state() (values and metadata as bytes) onto `device` (-1: the CPU)."""
-        return cls(_spmma.from_host(dtype, rows, k, values, metadata, device), dtype, (rows, k), device)
+        import numpy as np  # noqa: PLC0415
+        dev = _parse_device(device)
+        arrays = [np.ascontiguousarray(np.asarray(state[k]).reshape(-1).view(np.uint8)) for k in ("values", "metadata")]
+        if dev >= 0:
+            torch = _torch()
+            if torch is None:
+                raise ValueError(f"SparseWeight.from_state: device {device!r} needs PyTorch (CUDA arrays)")
+            arrays = [torch.from_numpy(a).to(f"cuda:{dev}") for a in arrays]
+        return cls.from_interchange(arrays[0], arrays[1], state["type"], state["shape"])
 
     def to(self, device: str) -> "SparseWeight":
         dev = _parse_device(device)
-        return self if dev == self._device else SparseWeight.from_state(self.state(), device)
+        if dev == self._device:
+            return self
+        if _is_torch(self.values):
+            v, m = self.interchange()
+            target = "cpu" if dev < 0 else f"cuda:{dev}"
+            return SparseWeight.from_interchange(v.to(target), m.to(target), self.dtype, self.shape)
+        return SparseWeight.from_state(self.state(), device)
+
+    def dense_bits(self):
+        """The pruned dense weight's bit patterns: out_features x in_features elements at the type's
+        width, as a 1-D uint8 array of the weight's framework on its device (decompressed there)."""
+        d = _bytes_array(self.values, self.shape[0] * self.shape[1] * self.element_bytes)
+        self._s.decompress_into(d, _stream(self._device))
+        return d
 
     def dense(self):
         """The pruned dense weight this one stands for, as a numpy array (ml_dtypes for bf16/fp8)."""
         import numpy as np  # noqa: PLC0415
-        bits = np.frombuffer(self._s.dense_bits(), dtype=np.dtype(_RAW[self.element_bytes]))
+        d = self.dense_bits()
+        host = np.asarray(d.cpu() if _is_torch(d) else d)
+        bits = host.view(np.dtype(_RAW[self.element_bytes]))
         return bits.reshape(self.shape).view(_numpy_dtype(self.dtype)).copy()
 
     @property
     def element_bytes(self) -> int:
         """Bytes per element of the weight's type as the frameworks hold it."""
         return max(1, _spmma.type_bits(self.dtype) // 8)
+
+
+def _contiguous(a):
+    if _is_torch(a):
+        return a.contiguous()
+    import numpy as np  # noqa: PLC0415
+    return np.ascontiguousarray(a)
 
 
 def _parse_device(device) -> int:
@@ -228,7 +328,8 @@ def _parse_device(device) -> int:
 
 
 def compress(weight, prune: str = "magnitude") -> SparseWeight:
-    """Compress a 2-D weight (out_features x in_features, rows contiguous) where it lives.
+    """Compress a 2-D weight (out_features x in_features, rows contiguous) where it lives, into
+    two new arrays of the weight's framework (PyTorch's allocator for a tensor).
 
     prune="magnitude" keeps the largest magnitudes of each chunk (2 of 4); prune="check" requires
     the weight to satisfy its pattern already and raises ValueError naming the first row and
@@ -236,8 +337,13 @@ def compress(weight, prune: str = "magnitude") -> SparseWeight:
     """
     t = _spmma_type(weight, "compress: the weight")
     dev = _device(weight)
-    s = _spmma.compress(_raw(weight), t, prune, _stream(dev))
-    return SparseWeight(s, t, (int(weight.shape[0]), int(weight.shape[1])), dev)
+    if getattr(weight, "ndim", 0) != 2:
+        raise ValueError(f"compress: the weight must be 2-D (rows x K), it has shape {tuple(weight.shape)}")
+    rows, k = int(weight.shape[0]), int(weight.shape[1])
+    _, vb, mb, _ = _layout(t, rows, k, dev)
+    v, m = _bytes_array(weight, vb), _bytes_array(weight, mb)
+    s = _spmma.compress_into(_raw(weight), t, prune, v, m, _stream(dev))
+    return SparseWeight(s, t, (rows, k), dev, v, m)
 
 
 # ---------------------------------------------------------------- the product

@@ -8,18 +8,15 @@
 
 The product is the custom op ``spmma::sparse_linear`` (``torch.library.custom_op``) with a fake
 (meta) kernel, so ``torch.compile(fullgraph=True)`` traces through it and CUDA graphs capture it.
-The compressed weight is two uint8 tensors in spmma's host interchange layout
-(``SparseWeight.state()``, docs/layouts.md): ``values`` (out_features x value bytes per row) and
-``metadata`` (out_features x metadata bytes per row). A ``SparseLinear`` holds them as buffers,
-so ``state_dict()``, ``load_state_dict()``, ``.to()`` and ``.cuda()`` work as for any module.
 
-spmma's kernels read a ``SparseWeight`` (memory spmma allocates itself, in the kernels' own layout
-on a GPU), not framework tensors, so the op builds one from the two tensors and caches it (one
-per pair of tensors: building one goes through host memory and took 0.7 s for a 4096 x 4096
-float16 weight on the development machine's CPU, where a cache hit takes a few µs and the product
-of one row with it 0.23 s). The cache follows the tensors' lifetime and in-place writes (see
-``_weight``). The cost: the compressed weight is held twice on its device (the buffers and
-spmma's copy).
+The compressed weight is two uint8 tensors from PyTorch's allocator, ``values`` and
+``metadata`` (1-D), in the layout of the device they are on (``spmma.SparseWeight``: the
+interchange form on the CPU; on a GPU rows padded to whole tiles and the metadata in the
+kernels' order). A ``SparseLinear`` holds them as buffers and spmma's kernels read them where
+they are: the weight is held once. Its ``state_dict()`` holds the device-independent interchange
+form (one row per output feature, docs/layouts.md), converted on the way out and in (on the GPU:
+one kernel), so a checkpoint loads on any device; ``.to()`` / ``.cuda()`` / ``.cpu()`` convert
+the layout where the device type changes.
 
 Importing this module imports torch; ``import spmma`` alone does not.
 """
@@ -61,22 +58,30 @@ def _supported(device_type: str) -> set:
     return _SUPPORTED[device_type]
 
 
-def _check(x: Tensor, values: Tensor, metadata: Tensor, weight_type: str, in_features: int, bias, activation,
-           out_dtype, scale_row, scale_col) -> tuple[int, str]:
+def _ordinal(device: torch.device) -> int:
+    """spmma's device number: -1 for the CPU, else the CUDA ordinal."""
+    return -1 if device.type == "cpu" else device.index if device.index is not None else torch.cuda.current_device()
+
+
+_LAYOUTS: dict = {}
+
+
+def _layout(weight_type: str, out_features: int, in_features: int, device: torch.device) -> tuple:
+    """(name, value bytes, metadata bytes, alignment) of a weight's buffers on `device` (cached:
+    the fake kernel asks it on every trace)."""
+    key = (weight_type, out_features, in_features, device.type)
+    if key not in _LAYOUTS:
+        dev = -1 if device.type == "cpu" else _ordinal(device)
+        _LAYOUTS[key] = _spmma.layout(weight_type, out_features, in_features, dev)
+    return _LAYOUTS[key]
+
+
+def _check(x: Tensor, values: Tensor, metadata: Tensor, weight_type: str, in_features: int, out_features: int, bias,
+           activation, out_dtype, scale_row, scale_col) -> str:
     """What the op can check from metadata alone (shapes, dtypes, devices): shared by the real
     kernel and the fake one, so that torch.compile reports a bad call where it is traced.
-    Returns (out_features, the output's spmma type)."""
+    Returns the output's spmma type."""
     what = "spmma::sparse_linear"
-    for t, name in ((values, "values"), (metadata, "metadata")):
-        if t.dtype != torch.uint8 or t.dim() != 2:
-            raise ValueError(f"{what}: {name} must be a 2-D uint8 tensor (rows of the compressed weight's bytes, "
-                             f"SparseLinear's buffers), it is {t.dim()}-D {t.dtype}")
-        if t.device != x.device:
-            raise ValueError(f"{what}: x is on {x.device}, the weight's {name} on {t.device}")
-    m = int(values.shape[0])
-    if int(metadata.shape[0]) != m:
-        raise ValueError(f"{what}: values has {m} rows, metadata {int(metadata.shape[0])}: "
-                         "they must be the same weight's")
     if x.dim() < 1 or int(x.shape[-1]) != in_features:
         raise ValueError(f"{what}: x has shape {tuple(x.shape)}, its last dimension must be "
                          f"in_features = {in_features}")
@@ -93,116 +98,98 @@ def _check(x: Tensor, values: Tensor, metadata: Tensor, weight_type: str, in_fea
             f"{what}: x of dtype {x.dtype} with a {_dtype_of(weight_type)} ({weight_type}) weight, output "
             f"{_dtype_of(y_type)}: spmma does not run this combination on {x.device.type} (x may be "
             f"{', '.join(xs) or 'nothing'}; cast x, or sparsify the layer in x's dtype)")
+    name, vb, mb, _ = _layout(weight_type, out_features, in_features, x.device)
+    for t, n, size in ((values, "values", vb), (metadata, "metadata", mb)):
+        if t.device != x.device:
+            raise ValueError(f"{what}: x is on {x.device}, the weight's {n} on {t.device}")
+        if t.dtype != torch.uint8 or t.dim() != 1 or int(t.numel()) != size or (t.numel() > 1 and t.stride(0) != 1):
+            raise ValueError(f"{what}: {n} must be a contiguous 1-D uint8 tensor of {size} bytes (a "
+                             f"{out_features} x {in_features} {weight_type} weight in the {name} layout of "
+                             f"{x.device.type}: SparseLinear's buffers), it is {t.dim()}-D {t.dtype} of "
+                             f"{t.numel()} elements")
     _check_activation(activation, what)
-    for v, name in ((bias, "bias"), (scale_row, "scale_row")):
-        if v is not None and v.numel() != m:
-            raise ValueError(f"{what}: {name} has {v.numel()} values, the weight has out_features = {m}")
+    for v, n in ((bias, "bias"), (scale_row, "scale_row")):
+        if v is not None and v.numel() != out_features:
+            raise ValueError(f"{what}: {n} has {v.numel()} values, the weight has out_features = {out_features}")
     if scale_col is not None and scale_col.numel() != math.prod(x.shape[:-1]):
         raise ValueError(f"{what}: scale_col has {scale_col.numel()} values, x has {math.prod(x.shape[:-1])} rows")
-    return m, y_type
+    return y_type
 
 
-# ---------------------------------------------------------------- the weight cache
+# ---------------------------------------------------------------- the weights the kernels read
 #
-# One SparseWeight per (values, metadata) pair, built on first use. Keyed on what identifies the
-# memory (device, data pointers, shapes, type) and checked against the tensors' version counters,
-# which every in-place write bumps (load_state_dict copies into the buffers in place): a write
-# makes the next call rebuild. An entry lives as long as both tensors' storages: a finalizer on
-# each storage drops it, so memory freed and reused by another tensor can never find a stale
-# entry. A weight a CUDA graph captured stays alive until its storage dies even after a rebuild
-# replaces it (the graph replays the kernels with its address): replacing it would free memory
-# the graph still reads.
-
-class _Entry:
-    __slots__ = ("weight", "versions", "captured")
-
-    def __init__(self, weight: SparseWeight, versions: tuple, captured: bool):
-        self.weight, self.versions, self.captured = weight, versions, captured
-
+# One SparseWeight per (values, metadata) pair: a view that borrows the two tensors (no copy; the
+# kernels read the tensors' memory as it is at each run, so an in-place write, e.g. by
+# load_state_dict, is seen by the next run). Kept because a view carries what spmma encodes once
+# per weight (the kernels' tensor maps). Keyed on what identifies the memory (device, data
+# pointers, shapes, type); an entry lives as long as both tensors' storages (a finalizer on
+# each), so memory freed and reused by another tensor never finds a stale entry.
 
 _CACHE: dict = {}
-_RETIRED: dict = {}  # key -> weights replaced after a CUDA graph captured them
 _LOCK = threading.Lock()
 
 
 @atexit.register
-def _clear() -> None:  # spmma's weights go before the extension and the CUDA context (see spmma._PLANS)
+def _clear() -> None:  # spmma's views go before the extension and the CUDA context (see spmma._PLANS)
     with _LOCK:
         _CACHE.clear()
-        _RETIRED.clear()
 
 
-def _key(values: Tensor, metadata: Tensor, weight_type: str, in_features: int) -> tuple:
-    return (str(values.device), weight_type, in_features) + tuple(
+def _key(values: Tensor, metadata: Tensor, weight_type: str, in_features: int, out_features: int) -> tuple:
+    return (str(values.device), weight_type, in_features, out_features) + tuple(
         (t.data_ptr(), tuple(t.shape), tuple(t.stride())) for t in (values, metadata))
-
-
-def _versions(values: Tensor, metadata: Tensor) -> tuple:
-    try:
-        return values._version, metadata._version
-    except RuntimeError:  # inference tensors keep none (and cannot be written outside inference mode)
-        return None, None
 
 
 def _evict(key: tuple) -> None:
     with _LOCK:
         _CACHE.pop(key, None)
-        _RETIRED.pop(key, None)
 
 
-def _store(key: tuple, values: Tensor, metadata: Tensor, entry: _Entry) -> None:
+def _store(key: tuple, values: Tensor, metadata: Tensor, w: SparseWeight) -> None:
     with _LOCK:
-        old = _CACHE.get(key)
-        _CACHE[key] = entry
-        if old is not None and old.captured:
-            _RETIRED.setdefault(key, []).append(old.weight)
-    if old is None:
+        new = key not in _CACHE
+        _CACHE[key] = w
+    if new:
         for t in (values, metadata):
             weakref.finalize(t.untyped_storage(), _evict, key)
 
 
-def _weight(values: Tensor, metadata: Tensor, weight_type: str, in_features: int) -> SparseWeight:
-    """The SparseWeight the two tensors hold, from the cache or built (and cached)."""
-    key = _key(values, metadata, weight_type, in_features)
-    versions = _versions(values, metadata)
-    capturing = values.is_cuda and torch.cuda.is_current_stream_capturing()
+def _weight(values: Tensor, metadata: Tensor, weight_type: str, in_features: int, out_features: int) -> SparseWeight:
+    """The SparseWeight over the two tensors, from the cache or made (and cached)."""
+    key = _key(values, metadata, weight_type, in_features, out_features)
     with _LOCK:
-        e = _CACHE.get(key)
-        if e is not None and e.versions == versions:
-            e.captured = e.captured or capturing
-            return e.weight
-    if capturing:
-        raise RuntimeError(
-            "spmma::sparse_linear: this weight was first used during CUDA-graph capture; spmma builds its copy of "
-            "the weight through host memory, which capture forbids: run the layer once outside the capture first "
-            "(a warm-up), and again after changing its buffers")
-    dev = -1 if values.device.type == "cpu" else values.device.index if values.device.index is not None else 0
-    host = [t.detach().to("cpu").contiguous().numpy().tobytes() for t in (values, metadata)]
-    w = SparseWeight._from_bytes(weight_type, int(values.shape[0]), in_features, host[0], host[1], dev)
-    _store(key, values, metadata, _Entry(w, versions, False))
+        w = _CACHE.get(key)
+    if w is None:
+        # A weak view: the cache must not keep the tensors alive (their storages' finalizers drop
+        # the entry); every caller holds the tensors while it uses the view.
+        w = SparseWeight.borrow(values, metadata, weight_type, (out_features, in_features), _weak=True)
+        _store(key, values, metadata, w)
     return w
 
 
-def _prime(values: Tensor, metadata: Tensor, weight_type: str, in_features: int, w: SparseWeight) -> None:
-    """Cache a SparseWeight already at hand for the tensors made from it (no rebuild on first use)."""
-    _store(_key(values, metadata, weight_type, in_features), values, metadata,
-           _Entry(w, _versions(values, metadata), False))
+def _interchange(values: Tensor, metadata: Tensor, weight_type: str, in_features: int,
+                 out_features: int) -> tuple[Tensor, Tensor]:
+    """The buffers' weight in the interchange form: (out_features x value bytes per row,
+    out_features x metadata bytes per row) uint8, on their device."""
+    return _weight(values, metadata, weight_type, in_features, out_features).interchange()
 
 
-def _buffers(w: SparseWeight, device) -> tuple[Tensor, Tensor]:
-    """A SparseWeight's host form as two uint8 tensors of one row per output feature, on `device`."""
-    st = w.state()
-    rows = w.shape[0]
-    return tuple(torch.from_numpy(st[k]).reshape(rows, -1).to(device) for k in ("values", "metadata"))
+def _from_interchange(values: Tensor, metadata: Tensor, weight_type: str, in_features: int,
+                      out_features: int) -> tuple[Tensor, Tensor]:
+    """Buffers in their device's layout from the interchange form (checked: ValueError naming the
+    row and chunk of a forbidden nibble)."""
+    w = SparseWeight.from_interchange(values, metadata, weight_type, (out_features, in_features))
+    return w.values, w.metadata
 
 
 # ---------------------------------------------------------------- the op
 
-def _sparse_linear(x, values, metadata, weight_type, in_features, bias=None, activation=None, out_dtype=None,
-                   scale_row=None, scale_col=None):
+def _sparse_linear(x, values, metadata, weight_type, in_features, out_features, bias=None, activation=None,
+                   out_dtype=None, scale_row=None, scale_col=None):
     """The op's implementation (SparseLinear calls it directly in eager inference: see forward)."""
-    _check(x, values, metadata, weight_type, in_features, bias, activation, out_dtype, scale_row, scale_col)
-    w = _weight(values, metadata, weight_type, in_features)
+    _check(x, values, metadata, weight_type, in_features, out_features, bias, activation, out_dtype, scale_row,
+           scale_col)
+    w = _weight(values, metadata, weight_type, in_features, out_features)
     if x.stride(-1) != 1:  # F.linear takes any strides: so does this (one copy)
         x = x.contiguous()
     return matmul(w, x, bias=bias, activation=activation, out_dtype=out_dtype, scale_row=scale_row,
@@ -211,71 +198,84 @@ def _sparse_linear(x, values, metadata, weight_type, in_features, bias=None, act
 
 @torch.library.custom_op("spmma::sparse_linear", mutates_args=())
 def sparse_linear(x: Tensor, values: Tensor, metadata: Tensor, weight_type: str, in_features: int,
-                  bias: Optional[Tensor] = None, activation: Optional[str] = None,
+                  out_features: int, bias: Optional[Tensor] = None, activation: Optional[str] = None,
                   out_dtype: Optional[torch.dtype] = None, scale_row: Optional[Tensor] = None,
                   scale_col: Optional[Tensor] = None) -> Tensor:
     """y = act(scale_row ⊗ scale_col ∘ (x @ Wᵀ) + bias) for x (..., in_features); y (..., out_features).
 
-    W is the compressed weight: ``values`` and ``metadata`` (uint8, one row per output feature, the
-    host layout of docs/layouts.md, as SparseLinear holds them), ``weight_type`` its spmma type
-    name ("f16", "bf16", "tf32", "e4m3", "e5m2", "s8", "u8"). The rest as ``spmma.matmul``.
+    W is the compressed weight: ``values`` and ``metadata`` (uint8, 1-D, in the layout of their
+    device, as SparseLinear holds them and spmma.compress returns them), ``weight_type`` its spmma
+    type name ("f16", "bf16", "tf32", "e4m3", "e5m2", "s8", "u8"). The rest as ``spmma.matmul``.
     """
-    return _sparse_linear(x, values, metadata, weight_type, in_features, bias, activation, out_dtype, scale_row,
-                          scale_col)
+    return _sparse_linear(x, values, metadata, weight_type, in_features, out_features, bias, activation, out_dtype,
+                          scale_row, scale_col)
+
+
+@torch.library.custom_op("spmma::dense_weight", mutates_args=())
+def _dense_weight_op(values: Tensor, metadata: Tensor, weight_type: str, in_features: int,
+                     out_features: int) -> Tensor:
+    """The pruned dense weight (out_features x in_features) of buffers in their device's layout,
+    decompressed where they are (the gradient of x needs it)."""
+    bits = _weight(values, metadata, weight_type, in_features, out_features).dense_bits()
+    return bits.view(_dtype_of(weight_type)).reshape(out_features, in_features)
+
+
+@_dense_weight_op.register_fake
+def _dense_weight_fake(values, metadata, weight_type, in_features, out_features):
+    return values.new_empty((out_features, in_features), dtype=_dtype_of(weight_type))
 
 
 _is_compiling = getattr(torch.compiler, "is_compiling", None) or torch._dynamo.is_compiling
 
 
 # SparseLinear's eager calls: per layer, per x signature (dtype, device, shape, strides), the
-# checked arguments and plan of the last call (spmma._Call), with the tensors and versions it was
-# made for; a call with the same signature, buffers and versions only allocates y and launches.
-# The checks, the weight cache's lookup and the plan cache's key took most of a call's Python
-# time (CPU profile: _check, _weight and spmma.matmul's own lines). At most _MAX_CALLS
+# checked arguments and plan of the last call (spmma._Call), with the tensors it was made for
+# (and the bias's version); a call with the same signature and tensors only allocates y and
+# launches. The checks, the weight cache's lookup and the plan cache's key took most of a call's
+# Python time (CPU profile: _check, _weight and spmma.matmul's own lines). At most _MAX_CALLS
 # signatures per layer (prefill lengths vary); outside the layer (a weak key), so deepcopy and
 # pickling never see them.
 _CALLS: "weakref.WeakKeyDictionary[nn.Module, dict]" = weakref.WeakKeyDictionary()
 _MAX_CALLS = 16
 
 
-def _state(values: Tensor, metadata: Tensor, bias: Optional[Tensor]) -> tuple:
+def _bias_version(bias: Optional[Tensor]):
     try:
-        bv = None if bias is None else bias._version
+        return None if bias is None else bias._version
     except RuntimeError:  # an inference tensor
-        bv = None
-    return _versions(values, metadata) + (bv,)
+        return None
 
 
 def _eager(layer: "SparseLinear", x: Tensor) -> Tensor:
     v, md, b = layer.values, layer.metadata, layer.bias
-    if x.stride(-1) != 1 or (x.is_cuda and torch.cuda.is_current_stream_capturing()):
-        # A copy of x, or a capture (the weight cache records which weights a graph holds): the
-        # whole path.
-        return _sparse_linear(x, v, md, layer.weight_type, layer.in_features, b, layer.activation, layer.out_dtype)
+    if x.stride(-1) != 1:  # a copy of x: the whole path
+        return _sparse_linear(x, v, md, layer.weight_type, layer.in_features, layer.out_features, b,
+                              layer.activation, layer.out_dtype)
     calls = _CALLS.setdefault(layer, {})
     sig = (x.dtype, x.device, x.shape, x.stride())
     e = calls.get(sig)
-    state = _state(v, md, b)
-    if e is not None and e[0] is v and e[1] is md and e[2] is b and e[3] == state:
+    bv = _bias_version(b)
+    if e is not None and e[0] is v and e[1] is md and e[2] is b and e[3] == bv:
         return e[4].launch(x)
-    _check(x, v, md, layer.weight_type, layer.in_features, b, layer.activation, layer.out_dtype, None, None)
-    call = _prepare(_weight(v, md, layer.weight_type, layer.in_features), x, b, layer.activation, layer.out_dtype,
-                    None, None)
+    _check(x, v, md, layer.weight_type, layer.in_features, layer.out_features, b, layer.activation, layer.out_dtype,
+           None, None)
+    call = _prepare(_weight(v, md, layer.weight_type, layer.in_features, layer.out_features), x, b, layer.activation,
+                    layer.out_dtype, None, None)
     if call.n == 0:
         return matmul(call.w, x, bias=b, activation=layer.activation, out_dtype=layer.out_dtype)
     calls.pop(sig, None)
-    calls[sig] = (v, md, b, state, call)
+    calls[sig] = (v, md, b, bv, call)
     if len(calls) > _MAX_CALLS:
         calls.pop(next(iter(calls)))
     return call.launch(x)
 
 
 @sparse_linear.register_fake
-def _sparse_linear_fake(x, values, metadata, weight_type, in_features, bias=None, activation=None, out_dtype=None,
-                        scale_row=None, scale_col=None):
-    m, y_type = _check(x, values, metadata, weight_type, in_features, bias, activation, out_dtype, scale_row,
-                       scale_col)
-    return x.new_empty(tuple(x.shape[:-1]) + (m,), dtype=_dtype_of(y_type))
+def _sparse_linear_fake(x, values, metadata, weight_type, in_features, out_features, bias=None, activation=None,
+                        out_dtype=None, scale_row=None, scale_col=None):
+    y_type = _check(x, values, metadata, weight_type, in_features, out_features, bias, activation, out_dtype,
+                    scale_row, scale_col)
+    return x.new_empty(tuple(x.shape[:-1]) + (out_features,), dtype=_dtype_of(y_type))
 
 
 # Gradients for x and bias (a frozen sparse layer inside a model being trained, e.g. with
@@ -283,22 +283,22 @@ def _sparse_linear_fake(x, values, metadata, weight_type, in_features, bias=None
 # compressed weight has none (its buffers are not parameters).
 
 def _setup_context(ctx, inputs, output):
-    x, values, metadata, weight_type, in_features, bias, activation, out_dtype, scale_row, scale_col = inputs
+    (x, values, metadata, weight_type, in_features, out_features, bias, activation, out_dtype, scale_row,
+     scale_col) = inputs
     ctx.save_for_backward(x, values, metadata, bias, scale_row, scale_col)
-    ctx.args = (weight_type, in_features, activation)
+    ctx.args = (weight_type, in_features, out_features, activation)
 
 
 def _backward(ctx, grad):
     x, values, metadata, bias, scale_row, scale_col = ctx.saved_tensors
-    weight_type, in_features, activation = ctx.args
+    weight_type, in_features, m, activation = ctx.args
     # needs_input_grad covers the arguments given (a traced call leaves out those at their default)
-    need = [i < len(ctx.needs_input_grad) and ctx.needs_input_grad[i] for i in range(10)]
-    if need[8] or need[9]:
+    need = [i < len(ctx.needs_input_grad) and ctx.needs_input_grad[i] for i in range(11)]
+    if need[9] or need[10]:
         raise NotImplementedError("spmma::sparse_linear: no gradient for scale_row or scale_col (only x and bias)")
-    m = int(values.shape[0])
     g = grad.reshape(-1, m).to(torch.float32)
     if activation is not None:
-        z = sparse_linear(x, values, metadata, weight_type, in_features, bias, None, torch.float32, scale_row,
+        z = sparse_linear(x, values, metadata, weight_type, in_features, m, bias, None, torch.float32, scale_row,
                           scale_col).reshape(-1, m)
         if activation == "relu":
             g = g * (z > 0)
@@ -311,13 +311,13 @@ def _backward(ctx, grad):
             gs = gs * scale_row.to(torch.float32).reshape(1, m)
         if scale_col is not None:
             gs = gs * scale_col.to(torch.float32).reshape(-1, 1)
-        w = dense_weight(values, metadata, weight_type, in_features).to(torch.float32)
+        w = _dense_weight_op(values, metadata, weight_type, in_features, m).to(torch.float32)
         if weight_type == "tf32":  # the product read W as tf32 (the low 13 mantissa bits ignored): so does its gradient
             w = (w.view(torch.int32) & -8192).view(torch.float32)
         gx = (gs @ w).to(x.dtype).reshape(x.shape)
-    if bias is not None and need[5]:
+    if bias is not None and need[6]:
         gb = g.sum(0).to(bias.dtype).reshape(bias.shape)
-    return gx, None, None, None, None, gb, None, None, None, None
+    return gx, None, None, None, None, None, gb, None, None, None, None
 
 
 sparse_linear.register_autograd(_backward, setup_context=_setup_context)
@@ -325,8 +325,10 @@ sparse_linear.register_autograd(_backward, setup_context=_setup_context)
 
 def dense_weight(values: Tensor, metadata: Tensor, weight_type: str, in_features: int) -> Tensor:
     """The pruned dense weight (out_features x in_features, in the weight's dtype) that values and
-    metadata stand for, decompressed with torch ops where they live (any device, traceable): the
-    host layout of docs/layouts.md, bit for bit (tests: against SparseWeight.dense's bits)."""
+    metadata in the interchange form (2-D: one row per output feature, as ``SparseLinear.
+    interchange()`` and a state_dict hold them) stand for, decompressed with torch ops where they
+    live (any device, traceable), bit for bit (tests: against SparseWeight.dense's bits). For a
+    layer's own buffers: ``SparseLinear.dense_weight()``."""
     m, k = int(values.shape[0]), in_features
     dtype = _dtype_of(weight_type)
     size = torch.empty((), dtype=dtype).element_size()
@@ -353,11 +355,13 @@ class SparseLinear(nn.Module):
 
     ``SparseLinear.from_dense(linear)`` prunes and compresses an nn.Linear (``from_weight`` a
     weight tensor); ``SparseLinear(in_features, out_features, dtype=...)`` makes an all-zero one to
-    load a state_dict into. The compressed weight is the buffers ``values`` and ``metadata`` (uint8:
-    untouched by ``.half()``/``.to(dtype)``, which cast the bias only: the weight keeps the dtype it
-    was compressed in, and x must match it); the state_dict's ``_extra_state`` records its type and
-    shape. ``bias`` is a Parameter in the weight's dtype (float32 for 8-bit weights), trainable:
-    the op has gradients for x and bias.
+    load a state_dict into. The compressed weight is the buffers ``values`` and ``metadata``
+    (uint8, 1-D, in the layout of their device: see the module's docstring), read in place by
+    spmma's kernels; ``.half()`` / ``.to(dtype)`` cast the bias only: the weight keeps the dtype it
+    was compressed in, and x must match it. The state_dict holds the weight in the interchange
+    form (one row per output feature) and ``_extra_state`` its type and shape. ``bias`` is a
+    Parameter in the weight's dtype (float32 for 8-bit weights), trainable: the op has gradients
+    for x and bias.
     """
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, *, dtype: torch.dtype = torch.float16,
@@ -365,21 +369,21 @@ class SparseLinear(nn.Module):
         super().__init__()
         what = "SparseLinear"
         weight_type = _input_type(dtype, f"{what}: the weight")
-        # One compressed all-zero row gives a row's sizes and metadata (every row of a zero weight
-        # is the same): spmma's layout, not a copy of it here.
-        row = compress(torch.zeros(1, in_features, dtype=dtype))
-        v_row, m_row = _buffers(row, "cpu")
-        if torch.device(device if device is not None else "cpu").type == "meta":
-            values = torch.empty((out_features, v_row.shape[1]), dtype=torch.uint8, device="meta")
-            metadata = torch.empty((out_features, m_row.shape[1]), dtype=torch.uint8, device="meta")
+        dev = torch.device(device if device is not None else "cpu")
+        if dev.type == "meta":
+            # The layout is the device's that load_state_dict(assign=True) or .to_empty() brings:
+            # the interchange form's sizes stand in (converted on load, see _load_from_state_dict).
+            _, vb, mb, _ = _layout(weight_type, out_features, in_features, torch.device("cpu"))
+            values = torch.empty(vb, dtype=torch.uint8, device="meta")
+            metadata = torch.empty(mb, dtype=torch.uint8, device="meta")
         else:
-            values = torch.zeros((out_features, v_row.shape[1]), dtype=torch.uint8, device=device)
-            metadata = m_row.expand(out_features, -1).contiguous().to(device)
+            sw = compress(torch.zeros(out_features, in_features, dtype=dtype, device=dev))
+            values, metadata = sw.values, sw.metadata
         b = torch.zeros(out_features, dtype=_bias_dtype(dtype), device=device) if bias else None
-        self._init(values, metadata, weight_type, in_features, b, activation, out_dtype)
+        self._init(values, metadata, weight_type, in_features, out_features, b, activation, out_dtype)
 
-    def _init(self, values, metadata, weight_type, in_features, bias, activation, out_dtype):
-        self.in_features, self.out_features = int(in_features), int(values.shape[0])
+    def _init(self, values, metadata, weight_type, in_features, out_features, bias, activation, out_dtype):
+        self.in_features, self.out_features = int(in_features), int(out_features)
         self.weight_type = weight_type
         self.activation = _check_activation(activation, "SparseLinear")
         if out_dtype is not None and not isinstance(out_dtype, torch.dtype):
@@ -416,16 +420,15 @@ class SparseLinear(nn.Module):
             if dtype is not None:
                 w = w.to(dtype)
             weight_type = _input_type(w.dtype, f"{what}: the weight")
-            sw = compress(w.contiguous(), prune)
-            values, metadata = _buffers(sw, w.device)
-            _prime(values, metadata, weight_type, int(w.shape[1]), sw)
+            sw = compress(w.contiguous(), prune)  # values and metadata from PyTorch's allocator
+            m, k = int(w.shape[0]), int(w.shape[1])
             b = None
             if bias is not None:
                 b = bias.detach().to(device=w.device, dtype=_bias_dtype(w.dtype)).clone()
-        m = cls.__new__(cls)
-        nn.Module.__init__(m)
-        m._init(values, metadata, weight_type, int(w.shape[1]), b, activation, out_dtype)
-        return m
+        layer = cls.__new__(cls)
+        nn.Module.__init__(layer)
+        layer._init(sw.values, sw.metadata, weight_type, k, m, b, activation, out_dtype)
+        return layer
 
     @classmethod
     def from_dense(cls, linear: nn.Linear, prune: str = "magnitude", *, dtype: Optional[torch.dtype] = None,
@@ -437,8 +440,6 @@ class SparseLinear(nn.Module):
                                out_dtype=out_dtype)
 
     def forward(self, x: Tensor) -> Tensor:
-        args = (x, self.values, self.metadata, self.weight_type, self.in_features, self.bias, self.activation,
-                self.out_dtype)
         # Eager inference (a plain tensor, nothing to differentiate, not tracing) calls the op's
         # implementation directly, through the per-signature calls of _eager: torch.library's
         # dispatch and autograd wrapper took 80 of a call's 190 µs here (CPU, cProfile), and an
@@ -448,19 +449,89 @@ class SparseLinear(nn.Module):
         if (type(x) is torch.Tensor and not _is_compiling()
                 and not (torch.is_grad_enabled() and (x.requires_grad or (self.bias is not None and self.bias.requires_grad)))):
             return _eager(self, x)
-        return sparse_linear(*args)
+        return sparse_linear(x, self.values, self.metadata, self.weight_type, self.in_features, self.out_features,
+                             self.bias, self.activation, self.out_dtype)
 
     def _apply(self, fn, *args, **kwargs):
-        _CALLS.pop(self, None)  # .to(), .cuda(), .half(): new tensors; drop the calls made for the old ones
-        return super()._apply(fn, *args, **kwargs)
+        # .to(), .cuda(), .cpu(): the buffers move byte for byte, but the CPU and a GPU lay the
+        # weight out differently: where the device type changes, the weight leaves in the
+        # interchange form and is converted on arrival. Which device fn sends uint8 tensors to is
+        # asked of an empty probe (fn is opaque).
+        _CALLS.pop(self, None)  # new tensors: drop the calls made for the old ones
+        old = self.values.device
+        new = fn(torch.empty(0, dtype=torch.uint8, device=old)).device
+        if old.type == new.type or "meta" in (old.type, new.type):
+            return super()._apply(fn, *args, **kwargs)
+        xv, xm = self.interchange()
+        super()._apply(fn, *args, **kwargs)
+        self.values, self.metadata = _from_interchange(fn(xv), fn(xm), self.weight_type, self.in_features,
+                                                       self.out_features)
+        return self
+
+    def interchange(self) -> tuple[Tensor, Tensor]:
+        """The weight in the interchange form (docs/layouts.md): (out_features x value bytes per
+        row, out_features x metadata bytes per row) uint8 tensors on the layer's device."""
+        return _interchange(self.values, self.metadata, self.weight_type, self.in_features, self.out_features)
+
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        super()._save_to_state_dict(destination, prefix, keep_vars)
+        if self.values.device.type != "meta":
+            with torch.no_grad():
+                v, m = self.interchange()
+            destination[prefix + "values"], destination[prefix + "metadata"] = v, m
+        else:  # no bytes to convert: the layer was never loaded (shapes say what a load expects)
+            rows = self.out_features
+            destination[prefix + "values"] = self.values.reshape(rows, -1)
+            destination[prefix + "metadata"] = self.metadata.reshape(rows, -1)
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        # The module's own loader for the bias and _extra_state (which may set weight_type) first,
+        # with the two weight keys left out; then the weight, from the interchange form into the
+        # buffers' device layout (checked), in place where the buffers hold it already.
+        keys = (prefix + "values", prefix + "metadata")
+        given = [state_dict.get(k) for k in keys]
+        rest = {k: v for k, v in state_dict.items() if k not in keys}
+        super()._load_from_state_dict(rest, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
+        for k, t in zip(keys, given):
+            if t is not None and k in missing_keys:
+                missing_keys.remove(k)
+        if given[0] is None or given[1] is None:
+            return
+        what = f"SparseLinear.load_state_dict ({prefix or 'the layer'})"
+        m, k = self.out_features, self.in_features
+        _, vb, mb, _ = _layout(self.weight_type, m, k, torch.device("cpu"))  # interchange sizes
+        for t, name, size in ((given[0], "values", vb), (given[1], "metadata", mb)):
+            if not isinstance(t, Tensor) or t.dtype != torch.uint8 or t.numel() != size:
+                error_msgs.append(f"{what}: {name} must be the interchange form, {size} uint8 bytes "
+                                  f"({m} x {size // m}), got {getattr(t, 'dtype', type(t).__name__)} of "
+                                  f"{getattr(t, 'numel', lambda: '?')()} elements")
+                return
+        assign = local_metadata.get("assign_to_params_buffers", False) or self.values.device.type == "meta"
+        device = given[0].device if self.values.device.type == "meta" else self.values.device
+        try:
+            with torch.no_grad():
+                v, md = _from_interchange(given[0].detach().to(device), given[1].detach().to(device), self.weight_type,
+                                          k, m)
+        except ValueError as e:
+            error_msgs.append(f"{what}: {e}")
+            return
+        if assign or v.numel() != self.values.numel():
+            self.values, self.metadata = v, md
+        else:
+            with torch.no_grad():  # in place: CUDA graphs and views that hold the buffers see the new weight
+                self.values.copy_(v)
+                self.metadata.copy_(md)
+        _CALLS.pop(self, None)
 
     def dense_weight(self) -> Tensor:
         """The pruned dense weight (out_features x in_features) in the weight's dtype, on its device."""
-        return dense_weight(self.values, self.metadata, self.weight_type, self.in_features)
+        return _dense_weight_op(self.values, self.metadata, self.weight_type, self.in_features, self.out_features)
 
     def sparse_weight(self) -> SparseWeight:
-        """The compressed weight as an spmma.SparseWeight (for spmma.matmul; cached, not a copy)."""
-        return _weight(self.values, self.metadata, self.weight_type, self.in_features)
+        """The compressed weight as an spmma.SparseWeight over the buffers (for spmma.matmul; it
+        keeps them alive, and reads them as they are at each product)."""
+        return SparseWeight.borrow(self.values, self.metadata, self.weight_type, (self.out_features, self.in_features))
 
     def get_extra_state(self) -> dict:
         # Plain values only, so that torch.load(weights_only=True) reads it.
@@ -627,8 +698,9 @@ def to_semi_structured(layer: SparseLinear, backend: Optional[str] = None):
     if m % rows:
         raise ValueError(f"{what}: PyTorch's CUTLASS layout needs out_features a multiple of {rows}, "
                          f"this layer has {m}")
-    packed = layer.values.view(layer.weight_dtype)
-    meta = layer.metadata.contiguous().view(meta_dtype)
+    values, metadata = layer.interchange()
+    packed = values.view(layer.weight_dtype)
+    meta = metadata.contiguous().view(meta_dtype)
     offsets = _cutlass_reorder()(m, meta.shape[1], meta_dtype, meta.device)
     reordered = meta.new_empty(meta.numel()).scatter_(0, offsets, meta.reshape(-1)).view(m, -1)
     return torch.sparse.SparseSemiStructuredTensorCUTLASS(

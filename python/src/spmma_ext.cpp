@@ -2,8 +2,9 @@
 // spmma._spmma: the matmul API (include/spmma/matmul.hpp) for Python, through nanobind. Arrays
 // cross as DLPack views (nb::ndarray: numpy, PyTorch, anything with __dlpack__) of the raw bit
 // patterns, their spmma type named beside them, so that one extension serves every framework and
-// every torch build: nothing here links against a framework. Every output buffer and workspace
-// is allocated by the caller (python/spmma/__init__.py: the framework's own allocator); a GPU
+// every torch build: nothing here links against a framework. Every output buffer and workspace,
+// and the compressed weight itself (values and metadata in the layout of the device that runs
+// it: matmul.hpp, "caller-owned memory"), is allocated by the caller (python/spmma/__init__.py: the framework's own allocator); a GPU
 // call runs on the stream the caller names (an integer cudaStream_t, 0: the default stream).
 // spmma::Error becomes ValueError (a bad argument or value, a pattern violation),
 // NotImplementedError (a combination spmma does not run) or RuntimeError (CUDA, I/O, internal),
@@ -90,14 +91,51 @@ spmma::MatmulDesc weight_desc(spmma::ElemType t, int64_t rows, int64_t k) {
   return d;
 }
 
-// A compressed A and where it lives.
+// A compressed A and where it lives. A borrowed one (compress_into, import_into, borrow) keeps
+// the framework's arrays it reads alive (an nb::ndarray holds a reference to its owner).
 struct Sparse {
   spmma::SparseMatrix m;
   spmma::MatmulDesc desc;  // a_type, m, k (the rest is filled by each plan)
   int device = -1;
+  std::optional<AnyArray> values, metadata;
 };
 
-Sparse compress(const AnyArray& a, const std::string& a_type, const std::string& mode, uintptr_t stream) {
+// A 1-D uint8 array of exactly `bytes` bytes, contiguous (the layouts are flat byte buffers).
+void check_bytes(const AnyArray& a, size_t bytes, const char* what, const std::string& layout) {
+  if (a.itemsize() != 1 || a.ndim() < 1)
+    spmma::fail(spmma::Status::invalid_argument, std::string(what) + ": a uint8 array is expected (the " + layout +
+                                                     " layout's bytes), it has " + std::to_string(a.itemsize()) +
+                                                     "-byte elements");
+  size_t n = 1;
+  int64_t expect_stride = 1;
+  for (size_t i = a.ndim(); i-- > 0;) {
+    if (a.shape(i) != 1 && a.stride(i) != expect_stride)
+      spmma::fail(spmma::Status::invalid_argument, std::string(what) + ": the array must be contiguous");
+    expect_stride *= static_cast<int64_t>(a.shape(i));
+    n *= a.shape(i);
+  }
+  if (n != bytes)
+    spmma::fail(spmma::Status::invalid_argument, std::string(what) + ": " + std::to_string(n) + " bytes, the " + layout +
+                                                     " layout of this weight has " + std::to_string(bytes));
+}
+
+spmma::PruneMode prune_mode(const std::string& mode) {
+  if (mode == "magnitude") return spmma::PruneMode::magnitude;
+  if (mode == "check") return spmma::PruneMode::check;
+  spmma::fail(spmma::Status::invalid_argument, "compress: prune = '" + mode + "' (use 'magnitude' or 'check')");
+}
+
+// (layout name, value bytes, metadata bytes, alignment) of a rows x k weight of type t where
+// `device` computes (-1: the CPU, whose layout is the interchange form).
+std::tuple<std::string, size_t, size_t, size_t> layout_of(const std::string& a_type, int64_t rows, int64_t k, int device) {
+  const spmma::CompressedLayout l = spmma::compressed_layout(handle_for(device), weight_desc(type_of(a_type), rows, k));
+  return {l.name, l.value_bytes, l.metadata_bytes, l.alignment};
+}
+
+// The weight `a` compressed into the framework's arrays `values` / `metadata` (of layout_of's
+// sizes, where `a` lives); the result borrows them.
+Sparse compress_into(const AnyArray& a, const std::string& a_type, const std::string& mode, const AnyArray& values,
+                     const AnyArray& metadata, uintptr_t stream) {
   if (a.ndim() != 2) spmma::fail(spmma::Status::invalid_argument, "compress: the weight must be 2-D (rows x K), it has " + std::to_string(a.ndim()) + " dimensions");
   const spmma::ElemType t = type_of(a_type);
   check_width(a, t, "compress: the weight");
@@ -107,60 +145,93 @@ Sparse compress(const AnyArray& a, const std::string& a_type, const std::string&
   s.device = device_of(a, "compress: the weight");
   const bool four = spmma::memory_bits(t) == 4;
   s.desc = weight_desc(t, static_cast<int64_t>(a.shape(0)), static_cast<int64_t>(a.shape(1)) * (four ? 2 : 1));
-  const spmma::MatmulDesc& d = s.desc;
-  spmma::PruneMode pm;
-  if (mode == "magnitude") pm = spmma::PruneMode::magnitude;
-  else if (mode == "check") pm = spmma::PruneMode::check;
-  else spmma::fail(spmma::Status::invalid_argument, "compress: prune = '" + mode + "' (use 'magnitude' or 'check')");
-  const int64_t lda = a.stride(0) * (four ? 2 : 1);
   spmma::Handle& h = handle_for(s.device);
+  const spmma::CompressedLayout l = spmma::compressed_layout(h, s.desc);
+  for (auto [arr, what] : {std::pair{&values, "compress: values"}, std::pair{&metadata, "compress: metadata"}})
+    if (device_of(*arr, what) != s.device)
+      spmma::fail(spmma::Status::invalid_argument, std::string(what) + " is not where the weight is");
+  check_bytes(values, l.value_bytes, "compress: values", l.name);
+  check_bytes(metadata, l.metadata_bytes, "compress: metadata", l.name);
+  const spmma::PruneMode pm = prune_mode(mode);
+  const int64_t lda = a.stride(0) * (four ? 2 : 1);
   {
     nb::gil_scoped_release release;
-    s.m = spmma::compress(h, d, a.data(), lda, 0, pm, stream_of(stream));
+    s.m = spmma::compress_into(h, s.desc, a.data(), lda, 0, pm, values.data(), metadata.data(), stream_of(stream));
   }
+  s.values = values, s.metadata = metadata;
   return s;
 }
 
-// A matrix's elements in memory, at the type's width (4-bit types two per byte, low nibble first).
-nb::bytes packed(const spmma::Matrix& m) {
-  const int bits = spmma::memory_bits(m.type);
-  std::string v(static_cast<size_t>((m.rows * m.cols * bits + 7) / 8), '\0');
-  for (size_t i = 0; i < m.bits.size(); ++i) spmma::store_element(v.data(), static_cast<int64_t>(i), bits, m.bits[i]);
-  return nb::bytes(v.data(), v.size());
-}
-
-// The host form of a compressed A: (values as raw bits, metadata words, in this machine's byte
-// order: little-endian on every platform spmma builds for) for saving.
-std::tuple<nb::bytes, nb::bytes> to_host(const Sparse& s) {
-  const spmma::Compressed c = s.m.to_host();
-  return {packed(c.values), nb::bytes(reinterpret_cast<const char*>(c.metadata.data()), c.metadata.size() * 2)};
-}
-
-// The dense weight the compressed one stands for (pruned), as raw bits in the type's width.
-nb::bytes dense_bits(const Sparse& s) { return packed(spmma::decompress(s.m.to_host())); }
-
-// The inverse: a compressed A from its saved host form, where `device` says (-1: the CPU).
-Sparse from_host(const std::string& a_type, int64_t rows, int64_t k, nb::bytes values, nb::bytes metadata, int device) {
+// The interchange form (x_values / x_metadata, where `values` lives) into the framework's arrays
+// in that device's layout; every nibble checked. The result borrows values / metadata.
+Sparse import_into(const std::string& a_type, int64_t rows, int64_t k, const AnyArray& x_values,
+                   const AnyArray& x_metadata, const AnyArray& values, const AnyArray& metadata, uintptr_t stream) {
   Sparse s;
-  s.device = device;
+  s.device = device_of(values, "SparseWeight: values");
   s.desc = weight_desc(type_of(a_type), rows, k);
-  const spmma::MatmulDesc& d = s.desc;
-  spmma::Compressed c;
-  c.type = d.a_type;
-  c.pattern = spmma::pattern_for(d.a_type);
-  c.rows = rows, c.cols = k;
-  c.values = spmma::Matrix(d.a_type, rows, k / 2);
-  const int bits = spmma::memory_bits(c.type);
-  if (values.size() != c.value_bytes() || metadata.size() != c.metadata_bytes())
-    spmma::fail(spmma::Status::invalid_argument,
-                "SparseWeight: " + std::to_string(values.size()) + " value bytes and " + std::to_string(metadata.size()) +
-                    " metadata bytes, a " + std::to_string(rows) + " x " + std::to_string(k) + " " + a_type + " weight has " +
-                    std::to_string(c.value_bytes()) + " and " + std::to_string(c.metadata_bytes()));
-  for (size_t i = 0; i < c.values.bits.size(); ++i) c.values.bits[i] = spmma::load_element(values.c_str(), static_cast<int64_t>(i), bits);
-  c.metadata.resize(metadata.size() / 2);
-  std::memcpy(c.metadata.data(), metadata.c_str(), metadata.size());
-  s.m = spmma::upload(handle_for(device), d, {c});
+  spmma::Handle& h = handle_for(s.device);
+  const spmma::CompressedLayout l = spmma::compressed_layout(h, s.desc), x = spmma::interchange_layout(s.desc);
+  for (auto [arr, what] : {std::pair{&x_values, "SparseWeight: the interchange values"},
+                           std::pair{&x_metadata, "SparseWeight: the interchange metadata"},
+                           std::pair{&metadata, "SparseWeight: metadata"}})
+    if (device_of(*arr, what) != s.device)
+      spmma::fail(spmma::Status::invalid_argument, std::string(what) + " is not where the values are");
+  check_bytes(x_values, x.value_bytes, "SparseWeight: the interchange values", x.name);
+  check_bytes(x_metadata, x.metadata_bytes, "SparseWeight: the interchange metadata", x.name);
+  check_bytes(values, l.value_bytes, "SparseWeight: values", l.name);
+  check_bytes(metadata, l.metadata_bytes, "SparseWeight: metadata", l.name);
+  {
+    nb::gil_scoped_release release;
+    s.m = spmma::import_into(h, s.desc, x_values.data(), x_metadata.data(), values.data(), metadata.data(),
+                             stream_of(stream));
+  }
+  s.values = values, s.metadata = metadata;
   return s;
+}
+
+// Arrays that hold a weight in their device's layout already (written by compress_into or
+// import_into, or copied from such arrays on a device of the same layout). keep = false: the
+// result does not keep the arrays alive (spmma.torch's cache of views, which drops a view when
+// its tensors' storage dies); the caller guarantees they outlive it.
+Sparse borrow(const std::string& a_type, int64_t rows, int64_t k, const AnyArray& values, const AnyArray& metadata,
+              bool keep) {
+  Sparse s;
+  s.device = device_of(values, "SparseWeight: values");
+  if (device_of(metadata, "SparseWeight: metadata") != s.device)
+    spmma::fail(spmma::Status::invalid_argument, "SparseWeight: values and metadata are on different devices");
+  s.desc = weight_desc(type_of(a_type), rows, k);
+  spmma::Handle& h = handle_for(s.device);
+  const spmma::CompressedLayout l = spmma::compressed_layout(h, s.desc);
+  check_bytes(values, l.value_bytes, "SparseWeight: values", l.name);
+  check_bytes(metadata, l.metadata_bytes, "SparseWeight: metadata", l.name);
+  s.m = spmma::borrow(h, s.desc, values.data(), metadata.data());
+  if (keep) s.values = values, s.metadata = metadata;
+  return s;
+}
+
+// The weight in the interchange form, into framework arrays where it lives.
+void export_into(const Sparse& s, const AnyArray& x_values, const AnyArray& x_metadata, uintptr_t stream) {
+  const spmma::CompressedLayout x = spmma::interchange_layout(s.desc);
+  for (auto [arr, what] : {std::pair{&x_values, "export: values"}, std::pair{&x_metadata, "export: metadata"}})
+    if (device_of(*arr, what) != s.device)
+      spmma::fail(spmma::Status::invalid_argument, std::string(what) + " is not where the weight is");
+  check_bytes(x_values, x.value_bytes, "export: values", x.name);
+  check_bytes(x_metadata, x.metadata_bytes, "export: metadata", x.name);
+  nb::gil_scoped_release release;
+  spmma::export_interchange(s.m, x_values.data(), x_metadata.data(), stream_of(stream));
+}
+
+// The dense pruned weight (rows x k, packed, raw bits at the type's width) into a framework array
+// where it lives.
+void decompress_into(const Sparse& s, const AnyArray& dense, uintptr_t stream) {
+  if (device_of(dense, "dense") != s.device)
+    spmma::fail(spmma::Status::invalid_argument, "dense: not where the weight is");
+  const size_t bytes = static_cast<size_t>((s.desc.m * s.desc.k * spmma::memory_bits(s.desc.a_type) + 7) / 8);
+  if (dense.nbytes() != bytes)
+    spmma::fail(spmma::Status::invalid_argument, "dense: " + std::to_string(dense.nbytes()) + " bytes, the weight has " +
+                                                     std::to_string(bytes));
+  nb::gil_scoped_release release;
+  spmma::decompress_into(s.m, dense.data(), 0, 0, stream_of(stream));
 }
 
 // A plan for Y = X·Wᵀ: D (M x N) = W (M x K) · Xᵀ (K x N), X (N x K, rows contiguous) read as a
@@ -282,10 +353,13 @@ NB_MODULE(_spmma, m) {
       .def_prop_ro("device", [](const Sparse& s) { return s.device; })
       .def_prop_ro("value_bytes", [](const Sparse& s) { return s.m.value_bytes(); })
       .def_prop_ro("metadata_bytes", [](const Sparse& s) { return s.m.metadata_bytes(); })
-      .def("to_host", &to_host)
-      .def("dense_bits", &dense_bits);
-  m.def("compress", &compress, "a"_a, "a_type"_a, "mode"_a, "stream"_a = 0);
-  m.def("from_host", &from_host, "a_type"_a, "rows"_a, "k"_a, "values"_a, "metadata"_a, "device"_a);
+      .def("export_into", &export_into, "x_values"_a, "x_metadata"_a, "stream"_a)
+      .def("decompress_into", &decompress_into, "dense"_a, "stream"_a);
+  m.def("layout", &layout_of, "a_type"_a, "rows"_a, "k"_a, "device"_a);
+  m.def("compress_into", &compress_into, "a"_a, "a_type"_a, "mode"_a, "values"_a, "metadata"_a, "stream"_a);
+  m.def("import_into", &import_into, "a_type"_a, "rows"_a, "k"_a, "x_values"_a, "x_metadata"_a, "values"_a,
+        "metadata"_a, "stream"_a);
+  m.def("borrow", &borrow, "a_type"_a, "rows"_a, "k"_a, "values"_a, "metadata"_a, "keep"_a = true);
 
   nb::class_<LinearPlan>(m, "Plan")
       .def_prop_ro("workspace_bytes", [](const LinearPlan& p) { return p.plan->workspace_bytes(); })

@@ -163,7 +163,7 @@ def test_state_round_trip_and_strided_rows():
     w2 = spmma.SparseWeight.from_state(st)
     np.testing.assert_array_equal(spmma.matmul(w2, x), y)
     np.testing.assert_array_equal(w2.dense(), w.dense())
-    with pytest.raises(ValueError, match="value bytes"):
+    with pytest.raises(ValueError, match="interchange values: 1534 bytes, .* has 1536"):
         spmma.SparseWeight.from_state(dict(st, values=st["values"][:-2]))
     with pytest.raises(ValueError, match="format"):
         spmma.SparseWeight.from_state(dict(st, format="other"))
@@ -214,7 +214,7 @@ needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed
 def dense_torch(w, dtype):
     """The pruned weight as a float64 torch tensor on the CPU (from its raw bits: no ml_dtypes)."""
     raw = {1: torch.uint8, 2: torch.int16, 4: torch.int32}[torch.empty(0, dtype=dtype).element_size()]
-    bits = torch.frombuffer(bytearray(w._s.dense_bits()), dtype=raw)
+    bits = w.dense_bits().cpu().view(raw)
     return bits.view(dtype).reshape(w.shape).to(torch.float64)
 gpu = pytest.mark.gpu
 needs_cuda = pytest.mark.skipif(torch is None or not torch.cuda.is_available(), reason="no CUDA GPU (or no PyTorch)")
@@ -261,6 +261,32 @@ def test_torch_cuda_tensors_on_the_current_stream(dtype):
     ref = x.double().reshape(18, 256) @ dense_torch(w, dt).to(dev).T + 1
     check_close(y.reshape(18, 256).double().cpu().numpy(), ref.cpu().numpy(), 0 if dtype == "int8" else 2e-2, dtype)
     cpu = w.to("cpu")
-    assert cpu._s.dense_bits() == w._s.dense_bits()
+    assert torch.equal(cpu.dense_bits().cpu(), w.dense_bits().cpu())
     with pytest.raises(ValueError, match="x is on cpu"):
         spmma.matmul(w, x.cpu())
+
+
+def test_the_weight_is_the_callers_arrays():
+    """compress returns the framework's own arrays (numpy here), in the CPU's layout (the
+    interchange form); the product reads them, with no copy kept by spmma; the interchange form
+    round-trips through from_interchange, whose nibble check names the row and chunk."""
+    rng = np.random.default_rng(SEED + 9)
+    w = spmma.compress(rand(rng, (40, 128), "bf16"))
+    assert isinstance(w.values, np.ndarray) and w.values.dtype == np.uint8 and w.values.ndim == 1
+    assert w.layout == "interchange"
+    assert w.values.nbytes == 40 * 64 * 2 and w.metadata.nbytes == 40 * 128 // 16 * 2
+    x = rand(rng, (3, 128), "bf16")
+    y = spmma.matmul(w, x)
+    v, m = w.interchange()
+    assert v.shape == (40, 128) and m.shape == (40, 16)
+    np.testing.assert_array_equal(v.reshape(-1), w.values)
+    w2 = spmma.SparseWeight.from_interchange(v, m, "bf16", (40, 128))
+    np.testing.assert_array_equal(spmma.matmul(w2, x), y)
+    w3 = spmma.SparseWeight.borrow(w.values, w.metadata, "bf16", (40, 128))
+    np.testing.assert_array_equal(spmma.matmul(w3, x), y)
+    w.values[:] = 0  # the product reads the arrays as they are now
+    assert not spmma.matmul(w, x).astype(np.float32).any()
+    bad = m.copy()
+    bad[7, 0] = (bad[7, 0] & 0x0F) | 0x50  # row 7, chunk 1: a repeated index
+    with pytest.raises(ValueError, match="row 7, chunk 1"):
+        spmma.SparseWeight.from_interchange(v, bad, "bf16", (40, 128))

@@ -133,7 +133,7 @@ def test_opcheck(dtype, m, lead, steps, gen):
     k = STEP[dtype] * steps
     layer = layer_for(dtype, m, k, gen, bias=dtype != torch.int8)
     x = rand(lead + (k,), dtype, gen)
-    args = (x, layer.values, layer.metadata, layer.weight_type, k)
+    args = (x, layer.values, layer.metadata, layer.weight_type, k, m)
     cases = [{}]
     if dtype != torch.int8:
         cases += [{"bias": layer.bias, "activation": "gelu"},
@@ -156,14 +156,14 @@ def test_fake_kernel_shapes_and_errors():
     with FakeTensorMode() as mode:
         x = torch.empty(2, 3, 64, dtype=torch.bfloat16)
         v, md = mode.from_tensor(layer.values), mode.from_tensor(layer.metadata)
-        y = st.sparse_linear(x, v, md, "bf16", 64)
+        y = st.sparse_linear(x, v, md, "bf16", 64, 48)
         assert y.shape == (2, 3, 48) and y.dtype == torch.bfloat16
-        y = st.sparse_linear(x, v, md, "bf16", 64, out_dtype=torch.float8_e4m3fn)
+        y = st.sparse_linear(x, v, md, "bf16", 64, 48, out_dtype=torch.float8_e4m3fn)
         assert y.dtype == torch.float8_e4m3fn
         with pytest.raises(ValueError, match="in_features = 64"):
-            st.sparse_linear(torch.empty(2, 32, dtype=torch.bfloat16), v, md, "bf16", 64)
+            st.sparse_linear(torch.empty(2, 32, dtype=torch.bfloat16), v, md, "bf16", 64, 48)
         with pytest.raises(NotImplementedError, match="x of dtype torch.float16 with a torch.bfloat16"):
-            st.sparse_linear(torch.empty(2, 64, dtype=torch.float16), v, md, "bf16", 64)
+            st.sparse_linear(torch.empty(2, 64, dtype=torch.float16), v, md, "bf16", 64, 48)
 
 
 # ---------------------------------------------------------------- SparseLinear numerics
@@ -198,7 +198,8 @@ def test_scales_out_dtype_and_n_zero(gen):
     layer = layer_for(torch.float16, 40, 64, gen, out_dtype=torch.float32)
     x = rand((6, 64), torch.float16, gen)
     sr, sc = rand((40,), torch.float32, gen), rand((6,), torch.float32, gen)
-    y = st.sparse_linear(x, layer.values, layer.metadata, "f16", 64, layer.bias, "gelu", torch.float32, sr, sc)
+    y = st.sparse_linear(x, layer.values, layer.metadata, "f16", 64, layer.out_features, layer.bias, "gelu", torch.float32, sr,
+                         sc)
     ref, spread = reference(x, layer, "gelu", sr, sc)
     assert y.dtype == torch.float32
     assert_close(y, ref, spread, "scales")
@@ -221,7 +222,7 @@ def test_dense_weight_matches_spmma_bit_for_bit(gen):
             w = w.view(torch.uint8)
         layer = st.SparseLinear.from_weight(w)
         raw = {1: torch.uint8, 2: torch.int16, 4: torch.int32}[w.element_size()]
-        bits = torch.frombuffer(bytearray(layer.sparse_weight()._s.dense_bits()), dtype=raw).reshape(w.shape)
+        bits = layer.sparse_weight().dense_bits().cpu().view(raw).reshape(w.shape)
         d = layer.dense_weight()
         assert d.dtype == dtype and torch.equal(d.view(raw), bits), dtype
         chunk = 2 if dtype == torch.float32 else 4
@@ -251,7 +252,7 @@ def test_backward_x_and_bias(gen):
     layer = layer_for(torch.float16, 32, 32, gen)
     sr = torch.ones(32, requires_grad=True)
     x = rand((2, 32), torch.float16, gen)
-    y = st.sparse_linear(x, layer.values, layer.metadata, "f16", 32, None, None, None, sr)
+    y = st.sparse_linear(x, layer.values, layer.metadata, "f16", 32, layer.out_features, None, None, None, sr)
     with pytest.raises(NotImplementedError, match="no gradient for scale_row"):
         y.sum().backward()
 
@@ -286,6 +287,33 @@ def test_state_dict_round_trip_into_a_fresh_module(gen):
         st.SparseLinear(128, 48, dtype=torch.float8_e4m3fn).load_state_dict(loaded, strict=False)
 
 
+def test_buffers_are_the_weight_and_the_state_dict_is_portable(gen):
+    """The layer's buffers are the weight spmma's kernels read (1-D uint8, the device's layout);
+    its state_dict holds the interchange form (one row per output feature: SparseWeight.state()'s
+    bytes), which loads back through a check of every nibble (a bad one named by row and chunk)."""
+    layer = layer_for(torch.float16, 40, 128, gen)
+    assert layer.values.dim() == 1 and layer.values.dtype == torch.uint8
+    w = layer.sparse_weight()
+    assert w.values is layer.values and w.layout == ("interchange" if layer.values.device.type == "cpu" else "gpu-v1")
+    sd = layer.state_dict()
+    assert sd["values"].shape == (40, 128) and sd["metadata"].shape == (40, 16)
+    state = w.state()
+    assert torch.equal(sd["values"].reshape(-1), torch.from_numpy(state["values"]))
+    assert torch.equal(sd["metadata"].reshape(-1), torch.from_numpy(state["metadata"]))
+    bad = dict(sd, metadata=sd["metadata"].clone())
+    bad["metadata"][5, 0] = (int(bad["metadata"][5, 0]) & 0x0F) | 0x50  # row 5, chunk 1: a repeated index
+    fresh = st.SparseLinear(128, 40, dtype=torch.float16)
+    with pytest.raises(RuntimeError, match="row 5, chunk 1"):
+        fresh.load_state_dict(bad)
+    with pytest.raises(RuntimeError, match="values must be the interchange form, 5120 uint8 bytes"):
+        fresh.load_state_dict(dict(sd, values=sd["values"][:, :64]))
+    # assign=True into a layer built on the meta device: the buffers become the loaded weight.
+    meta = st.SparseLinear(128, 40, dtype=torch.float16, device="meta")
+    meta.load_state_dict(sd, assign=True)
+    x = rand((3, 128), torch.float16, gen)
+    assert torch.equal(meta(x), layer(x))
+
+
 def test_whole_module_save_and_deepcopy(gen):
     import copy
     model = nn.Sequential(layer_for(torch.float16, 32, 64, gen), nn.ReLU())
@@ -303,15 +331,16 @@ def test_cache_follows_the_buffers(gen):
     layer = layer_for(torch.float16, 32, 64, gen)
     x = rand((2, 64), torch.float16, gen)
     y = layer(x)
-    key = st._key(layer.values, layer.metadata, "f16", 64)
-    assert key in st._CACHE and layer.sparse_weight() is st._CACHE[key].weight  # from_weight's, not rebuilt
+    key = st._key(layer.values, layer.metadata, "f16", 64, 32)
+    assert key in st._CACHE and st._CACHE[key].values is layer.values  # a view: spmma holds no copy of its own
+    assert layer.sparse_weight().values is layer.values
     with torch.no_grad():
-        layer.values.zero_()  # an in-place write: the next call rebuilds
+        layer.values.zero_()  # an in-place write: the next run reads it
     assert torch.equal(layer(x), layer.bias.detach().expand(2, 32))
     assert not torch.equal(layer(x), y)
     del layer, y  # y too: its autograd graph (the bias is a Parameter) holds the buffers for backward
     gc.collect()
-    assert key not in st._CACHE  # the storages died: so did spmma's copy
+    assert key not in st._CACHE  # the storages died: so did spmma's view
 
 
 # ---------------------------------------------------------------- models
@@ -423,15 +452,17 @@ def test_bad_inputs(gen):
     with pytest.raises(TypeError, match="dtype torch.float64 is not an spmma input type"):
         layer(x.double())
     with pytest.raises(ValueError, match="bias has 3 values, the weight has out_features = 32"):
-        st.sparse_linear(x, layer.values, layer.metadata, "f16", 64, torch.ones(3))
+        st.sparse_linear(x, layer.values, layer.metadata, "f16", 64, 32, torch.ones(3))
     with pytest.raises(ValueError, match="scale_col has 2 values, x has 3 rows"):
-        st.sparse_linear(x, layer.values, layer.metadata, "f16", 64, scale_col=torch.ones(2))
-    with pytest.raises(ValueError, match="values must be a 2-D uint8 tensor"):
-        st.sparse_linear(x, layer.values.view(-1), layer.metadata, "f16", 64)
-    with pytest.raises(ValueError, match="values has 32 rows, metadata 16"):
-        st.sparse_linear(x, layer.values, layer.metadata[:16], "f16", 64)
-    with pytest.raises(ValueError, match="1 value bytes|value bytes"):
-        st.sparse_linear(x, layer.values[:, :-1].contiguous(), layer.metadata, "f16", 64)
+        st.sparse_linear(x, layer.values, layer.metadata, "f16", 64, 32, scale_col=torch.ones(2))
+    with pytest.raises(ValueError, match="values must be a contiguous 1-D uint8 tensor of 2048 bytes .* it is 2-D"):
+        st.sparse_linear(x, layer.values.view(32, -1), layer.metadata, "f16", 64, 32)
+    with pytest.raises(ValueError, match="metadata must be a contiguous 1-D uint8 tensor of 256 bytes .* of 128 elements"):
+        st.sparse_linear(x, layer.values, layer.metadata[:128], "f16", 64, 32)
+    with pytest.raises(ValueError, match="values must be .* of 3072 bytes .a 48 x 64 f16 weight.* of 2048 elements"):
+        st.sparse_linear(x, layer.values, layer.metadata, "f16", 64, 48)  # another out_features: other sizes
+    with pytest.raises(ValueError, match="values must be a contiguous"):
+        st.sparse_linear(x, layer.values.view(torch.int8), layer.metadata, "f16", 64, 32)
 
 
 # ---------------------------------------------------------------- PyTorch's semi-structured tensors
@@ -559,6 +590,44 @@ def test_cuda_moves(gen):
 
 @gpu
 @needs_cuda
+def test_cuda_weight_is_held_once_and_moves_between_layouts(gen):
+    """On the GPU the buffers hold the kernels' own layout, allocated by PyTorch: spmma holds no
+    copy (PyTorch's allocator grows by the buffers and the bias only, and cudaMemGetInfo by no
+    more than that). .cpu() / .cuda() convert between the layouts; a state_dict saved on the GPU
+    loads on the CPU and the other way."""
+    def make():
+        return st.SparseLinear.from_dense(nn.Linear(4096, 1024).to("cuda", torch.float16))
+
+    x = rand((7, 4096), torch.float16, gen, "cuda")
+    make()(x)  # a warm-up of the same shapes: the kernels' code loads into device memory once
+    torch.cuda.synchronize()
+    free0, reserved0 = torch.cuda.mem_get_info()[0], torch.cuda.memory_reserved()
+    before = torch.cuda.memory_allocated()
+    layer = make()
+    y = layer(x)
+    torch.cuda.synchronize()
+    held = torch.cuda.memory_allocated() - before - y.numel() * 2
+    weight = layer.values.numel() + layer.metadata.numel()
+    assert layer.sparse_weight().layout == "gpu-v1"
+    assert weight <= held <= weight + 1024 * 2 + (1 << 20), (held, weight)  # + the bias and allocator rounding
+    spmma_own = (free0 - torch.cuda.mem_get_info()[0]) - (torch.cuda.memory_reserved() - reserved0)
+    assert spmma_own < weight // 2, f"spmma allocated {spmma_own} bytes of its own for a {weight}-byte weight"
+    sd = layer.state_dict()
+    assert sd["values"].is_cuda and sd["values"].shape == (1024, 4096)
+    cpu_layer = st.SparseLinear(4096, 1024, dtype=torch.float16)
+    cpu_layer.load_state_dict({k: (v.cpu() if isinstance(v, torch.Tensor) else v) for k, v in sd.items()})
+    assert torch.equal(cpu_layer.dense_weight(), layer.dense_weight().cpu())
+    layer.cpu()
+    assert layer.sparse_weight().layout == "interchange" and torch.equal(layer.dense_weight(), cpu_layer.dense_weight())
+    layer.cuda()
+    assert torch.equal(layer(x), y)
+    back = st.SparseLinear(4096, 1024, dtype=torch.float16, device="cuda")
+    back.load_state_dict(cpu_layer.state_dict())
+    assert torch.equal(back(x), y)
+
+
+@gpu
+@needs_cuda
 def test_cuda_compile(gen):
     torch._dynamo.reset()
     model = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 256)).to("cuda", torch.bfloat16)
@@ -643,7 +712,7 @@ def test_eager_fast_path_equals_the_op(gen, device):
     with torch.inference_mode():
         fast = layer(x)
     op = torch.ops.spmma.sparse_linear(x, layer.values, layer.metadata, layer.weight_type, layer.in_features,
-                                       layer.bias, layer.activation, layer.out_dtype)
+                                       layer.out_features, layer.bias, layer.activation, layer.out_dtype)
     assert torch.equal(fast, op)
     if device == "cpu":
         import numpy as np
@@ -661,7 +730,7 @@ def test_eager_calls_follow_the_layer(gen):
 
     def op(x):
         return torch.ops.spmma.sparse_linear(x, layer.values, layer.metadata, layer.weight_type, layer.in_features,
-                                             layer.bias, layer.activation, layer.out_dtype)
+                                             layer.out_features, layer.bias, layer.activation, layer.out_dtype)
 
     with torch.inference_mode():
         xs = [rand((n, 64), torch.float16, gen) for n in (1, 5, 1, 3)]
