@@ -9,6 +9,19 @@ For each shape (M x N x K, A sparse M x K) and type: A random, pruned 2:4, compr
 torch._cslt_sparse_mm timed under torch.profiler, counting only the device time of the kernels
 (PyTorch sets cuSPARSELt up again on every call; that host cost is left out, as in ANCHORS.md).
 TFLOP/s are dense-equivalent, 2*M*N*K / kernel time.
+
+--l2 hot|cold|both (as `spmma bench --l2`; docs/benchmarks.md, "Cold L2 and the decode sweep"):
+hot repeats the same compressed A and B, so a weight under the L2's size is read from L2; cold
+rotates the calls over distinct copies of the compressed A and of B (and of the dense A and B of
+torch.mm), enough copies that the others' bytes read between two uses of one copy reach twice the
+L2, so each call reads its weight from HBM. Each record carries "l2" ("hot" or "cold"), which
+`spmma bench --cusparselt-json` matches, and the weight stream: "weight_bytes" (the compressed A as
+torch._cslt_compress stores it, values and metadata) and "weight_gbps" (1e9 B/s of kernel time).
+
+    python3 bench/cusparselt_torch.py --sweep decode --types bf16,e4m3 --out cslt-decode.json
+
+(--sweep decode: M x K 4096x4096, 14336x4096, 4096x14336, 28672x8192, 11008x4096 at N = 1, 8, 16,
+32, 64, 128, 256; --l2 both unless given.)
 """
 import argparse
 import json
@@ -20,6 +33,10 @@ from torch.profiler import ProfilerActivity, profile
 DEFAULT_SHAPES = ([(s, s, s) for s in (4096, 8192, 16384)] +
                   [(m, n, k) for (m, k) in ((4096, 4096), (14336, 4096), (4096, 14336), (28672, 8192))
                    for n in (16, 128, 2048, 8192)])
+# The decode sweep, as tools/bench_gpu.hpp's decode_sweep_shapes (M x K outer, N inner).
+DECODE_SHAPES = [(m, n, k) for (m, k) in ((4096, 4096), (14336, 4096), (4096, 14336), (28672, 8192), (11008, 4096))
+                 for n in (1, 8, 16, 32, 64, 128, 256)]
+MAX_COLD_COPIES = 64  # as spmma bench (tools/bench_gpu.cu): beyond, the call is launch-bound anyway
 
 
 def prune_2_4(a):
@@ -30,10 +47,10 @@ def prune_2_4(a):
     return a * mask.to(a.dtype)
 
 
-def kernel_ms(fn, iters=20, names=None):
+def kernel_ms(fn, iters=20, names=None, warmup=5):
     """Device time per call (ms); the kernels' names (their tile, cluster and stage counts are in
     them) go into `names` when given."""
-    for _ in range(5):
+    for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
@@ -59,7 +76,49 @@ TYPES = {
 }
 
 
-def one(m, n, k, t):
+def l2_bytes():
+    props = torch.cuda.get_device_properties(0)
+    return int(getattr(props, "L2_cache_size", 50 << 20))
+
+
+def cold_copies(per_call_bytes, l2):
+    """As spmma's bench::cold_copies: copies - 1 times the bytes a call rotates reach 2x the L2."""
+    if per_call_bytes <= 0:
+        return 2
+    return max(2, min(MAX_COLD_COPIES, 1 + -(-2 * l2 // per_call_bytes)))
+
+
+def nbytes(x):
+    return x.numel() * x.element_size()
+
+
+def rotation(tensors, per_call_bytes, l2, what):
+    """Copies of `tensors` (the first is the originals) for a cold rotation, within 3/4 of the free
+    memory; refused, naming the sizes, where not even a second copy fits. Returns (copies,
+    copies - 1 times per_call_bytes: what is read between two uses of one copy)."""
+    wanted = cold_copies(per_call_bytes, l2)
+    free, _ = torch.cuda.mem_get_info()
+    fit = min(wanted, 1 + (free * 3 // 4) // max(1, per_call_bytes))
+    if fit < 2:
+        raise RuntimeError(f"cold L2: a second copy of {what} ({per_call_bytes / 2**20:.1f} MiB) does not fit in 3/4 "
+                           f"of the free GPU memory ({free * 3 // 4 / 2**20:.1f} MiB usable)")
+    copies = [tensors] + [tuple(x.clone() for x in tensors) for _ in range(fit - 1)]
+    return copies, (fit - 1) * per_call_bytes
+
+
+def rotating(fn, copies):
+    """fn(*copy) over the copies in turn, one per call."""
+    state = {"i": 0}
+
+    def call():
+        c = copies[state["i"] % len(copies)]
+        state["i"] += 1
+        return fn(*c)
+    return call
+
+
+def one(m, n, k, t, modes):
+    """The records of one shape and type, one per L2 mode in `modes` (the search shared)."""
     dev = "cuda"
     dtype, out_dtype = TYPES[t]
     a = prune_2_4(torch.randn(m, k, device=dev, dtype=torch.bfloat16))
@@ -77,34 +136,74 @@ def one(m, n, k, t):
         alg = torch._cslt_sparse_mm_search(ac, bb, **kwargs)
     except Exception:
         alg = 0
-    names = []
-    ms = kernel_ms(lambda: torch._cslt_sparse_mm(ac, bb, alg_id=alg, **kwargs), names=names)
     flops = 2.0 * m * n * k
-    row = {"m": m, "n": n, "k": k, "type": t, "cusparselt_ms": ms, "cusparselt_tflops": flops / (ms * 1e-3) / 1e12,
-           "alg_id": int(alg), "kernels": names, "torch": torch.__version__,
-           "cusparselt": str(torch.backends.cusparselt.version())}
-    if t in ("bf16", "f16"):
-        dms = kernel_ms(lambda: torch.mm(a, b))
-        row["torch_dense_tflops"] = flops / (dms * 1e-3) / 1e12
-    return row
+    l2 = l2_bytes() if "cold" in modes else 0
+    sparse_mm = lambda x, y: torch._cslt_sparse_mm(x, y, alg_id=alg, **kwargs)  # noqa: E731
+    rows = []
+    for mode in modes:
+        row = {"m": m, "n": n, "k": k, "type": t, "l2": mode, "alg_id": int(alg), "torch": torch.__version__,
+               "cusparselt": str(torch.backends.cusparselt.version()), "weight_bytes": nbytes(ac)}
+        try:
+            names = []
+            if mode == "hot":
+                ms = kernel_ms(lambda: sparse_mm(ac, bb), names=names)
+                row["l2_copies"] = 1
+            else:
+                copies, between = rotation((ac, bb), nbytes(ac) + nbytes(bb), l2, "the compressed A and B")
+                ms = kernel_ms(rotating(sparse_mm, copies), names=names, warmup=max(5, len(copies)))
+                row.update({"l2_copies": len(copies), "l2_between_bytes": between, "l2_bytes": l2})
+                del copies
+                torch.cuda.empty_cache()  # mem_get_info counts the allocator's cache as used
+            row.update({"cusparselt_ms": ms, "cusparselt_tflops": flops / (ms * 1e-3) / 1e12, "kernels": names,
+                        "weight_gbps": nbytes(ac) / (ms * 1e-3) / 1e9})
+            if t in ("bf16", "f16"):
+                if mode == "hot":
+                    dms = kernel_ms(lambda: torch.mm(a, b))
+                else:
+                    copies, _ = rotation((a, b), nbytes(a) + nbytes(b), l2, "the dense A and B")
+                    dms = kernel_ms(rotating(torch.mm, copies), warmup=max(5, len(copies)))
+                    del copies
+                    torch.cuda.empty_cache()
+                row["torch_dense_tflops"] = flops / (dms * 1e-3) / 1e12
+                row["torch_dense_weight_gbps"] = nbytes(a) / (dms * 1e-3) / 1e9
+        except Exception as e:  # this mode's record says why; the other mode's stands
+            row.update({"cusparselt_tflops": None, "error": str(e)[:200]})
+        rows.append(row)
+    return rows
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shapes", default="")
+    ap.add_argument("--sweep", choices=["decode"], help="decode: the decode shapes (instead of --shapes)")
+    ap.add_argument("--l2", choices=["hot", "cold", "both"],
+                    help="hot (default), cold (rotate over copies: weights from HBM) or both; both with --sweep decode")
     ap.add_argument("--types", default="bf16,e4m3")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
-    shapes = DEFAULT_SHAPES if not args.shapes else [tuple(int(x) for x in s.lower().split("x")) for s in args.shapes.split(",")]
+    if args.sweep and args.shapes:
+        ap.error(f"--sweep {args.sweep} and --shapes both name the shapes; give one of them")
+    if args.sweep == "decode":
+        shapes = DECODE_SHAPES
+    elif args.shapes:
+        shapes = [tuple(int(x) for x in s.lower().split("x")) for s in args.shapes.split(",")]
+    else:
+        shapes = DEFAULT_SHAPES
+    l2 = args.l2 or ("both" if args.sweep == "decode" else "hot")
+    modes = ["hot", "cold"] if l2 == "both" else [l2]
     rows = []
     for t in args.types.split(","):
         for (m, n, k) in shapes:
             try:
-                rows.append(one(m, n, k, t))
+                got = one(m, n, k, t, modes)
             except Exception as e:  # report and go on: one unsupported case must not hide the rest
-                rows.append({"m": m, "n": n, "k": k, "type": t, "cusparselt_tflops": None, "error": str(e)[:200]})
-            r = rows[-1]
-            print(f"{m}x{n}x{k} {t}: cuSPARSELt {r.get('cusparselt_tflops')}", file=sys.stderr, flush=True)
+                got = [{"m": m, "n": n, "k": k, "type": t, "l2": mode, "cusparselt_tflops": None, "error": str(e)[:200]}
+                       for mode in modes]
+            rows += got
+            for r in got:
+                print(f"{m}x{n}x{k} {t} {r['l2']}: cuSPARSELt {r.get('cusparselt_tflops')}"
+                      f"{'' if r.get('weight_gbps') is None else ' TFLOP/s, %.0f GB/s' % r['weight_gbps']}",
+                      file=sys.stderr, flush=True)
     with open(args.out, "w") as f:
         json.dump(rows, f, indent=1)
 

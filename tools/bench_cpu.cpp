@@ -117,6 +117,7 @@ Row run_case(const Options& o, ElemType t, const std::array<int64_t, 3>& shape, 
     r.spmma_call_us = r.spmma_ms * 1e3;
     const double flops = 2.0 * r.m * r.n * r.k;
     r.spmma_tflops = flops / (r.spmma_ms * 1e-3) / 1e12;
+    r.weight_gbps = static_cast<double>(r.value_bytes + r.metadata_bytes) / (r.spmma_ms * 1e-3) / 1e9;
 
     // The dense baseline: the same pruned A and B in f32, multiplied by OpenBLAS.
     const std::vector<float> af = to_f32(pruned), bf = to_f32(b);
@@ -128,6 +129,8 @@ Row run_case(const Options& o, ElemType t, const std::array<int64_t, 3>& shape, 
     });
     r.cpu_dense_ms = r.dense_timing.median;
     r.cpu_dense_tflops = flops / (r.cpu_dense_ms * 1e-3) / 1e12;
+    r.dense_weight_bytes = af.size() * sizeof(float);  // the f32 A cblas_sgemm reads
+    r.dense_weight_gbps = static_cast<double>(r.dense_weight_bytes) / (r.cpu_dense_ms * 1e-3) / 1e9;
 
     // Verify D against a double-precision product of the pruned A, on (evenly spread) rows.
     const int64_t budget = int64_t{1} << 28;
@@ -179,7 +182,7 @@ Row run_case(const Options& o, ElemType t, const std::array<int64_t, 3>& shape, 
 
 }  // namespace
 
-CaseMemory case_memory(const std::array<int64_t, 3>& shape, ElemType t, bool gpu, bool prune) {
+CaseMemory case_memory(const std::array<int64_t, 3>& shape, ElemType t, bool gpu, bool prune, bool cold) {
   bool over = false;
   const auto m = static_cast<uint64_t>(shape[0]), n = static_cast<uint64_t>(shape[1]), k = static_cast<uint64_t>(shape[2]);
   const uint64_t mb = static_cast<uint64_t>(std::max(memory_bits(t), 8) / 8);
@@ -199,6 +202,12 @@ CaseMemory case_memory(const std::array<int64_t, 3>& shape, ElemType t, bool gpu
     // pruning copies of A (prune) and both D's downloaded for the comparison.
     r.device = checked_add(checked_add(checked_mul(mk, mb + mb, over), checked_mul(nk, mb, over), over),
                            checked_add(checked_mul(mn, 2 * cb, over), uint64_t{32} << 20, over), over);
+    // Cold L2: at least a second copy of A (the dense one, for cuBLAS: larger than the compressed
+    // one spmma rotates) and of B, within the 3/4 of the free memory run_gpu gives its copies.
+    if (cold)
+      r.device = checked_add(
+          r.device, checked_mul(checked_add(checked_mul(mk, mb, over), checked_mul(nk, mb, over), over), 4, over) / 3,
+          over);
     r.host = checked_add(prune ? checked_mul(mk, mb + 16, over) : 0, checked_mul(mn, 2 * cb, over), over);
   }
   if (over) r.host = r.device = UINT64_MAX;
@@ -212,8 +221,8 @@ uint64_t host_memory_bytes() {
 }
 
 void require_memory(const std::array<int64_t, 3>& shape, ElemType t, bool gpu, bool prune, uint64_t gpu_free,
-                    const std::string& what) {
-  const CaseMemory need = case_memory(shape, t, gpu, prune);
+                    const std::string& what, bool cold) {
+  const CaseMemory need = case_memory(shape, t, gpu, prune, cold);
   const uint64_t have = host_memory_bytes();
   const std::string mnk = std::to_string(shape[0]) + " x " + std::to_string(shape[1]) + " x " + std::to_string(shape[2]) +
                           " " + std::string(type_name(t));
@@ -222,11 +231,19 @@ void require_memory(const std::array<int64_t, 3>& shape, ElemType t, bool gpu, b
     fail(Status::invalid_argument, what + ": M x N x K = " + mnk + " needs " + amount(need.host) +
                                        " of host memory, this machine has " + human(have) + "; choose smaller sizes");
   if (gpu && gpu_free > 0 && need.device > gpu_free)
-    fail(Status::invalid_argument, what + ": M x N x K = " + mnk + " needs " + amount(need.device) +
-                                       " of GPU memory, " + human(gpu_free) + " is free; choose smaller sizes");
+    fail(Status::invalid_argument, what + ": M x N x K = " + mnk + " needs " + amount(need.device) + " of GPU memory" +
+                                       (cold ? " with a second copy of A and B for --l2 cold" : "") + ", " +
+                                       human(gpu_free) + " is free; choose smaller sizes" +
+                                       (cold ? " or --l2 hot" : ""));
 }
 
 std::vector<Row> run_cpu(const Options& o) {
+  // The CPU path has one L2 mode: the CPU's caches are not the GPU's L2, and a cold CPU
+  // measurement (rotating copies past the last-level cache) is not what `--l2 cold` is for.
+  for (L2Mode m : o.l2)
+    if (m != L2Mode::hot)
+      fail(Status::not_supported,
+           "bench: --l2 cold is timed on the GPU only (the CPU path times the hot case: --l2 hot)");
   std::vector<Row> rows;
   std::mt19937_64 rng(o.seed);
   const size_t total = o.types.size() * o.shapes.size();

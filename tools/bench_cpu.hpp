@@ -18,7 +18,9 @@ namespace spmma::bench {
 // prune_magnitude of A, on every row where M·N·K <= 2^28, else on evenly spread rows (Row::
 // max_error and rel_error as on the GPU, bound error_bound(D's type)); the dense baseline is
 // cblas_sgemm on that pruned A and B decoded to f32 (cpu_dense_ms, cpu_dense_tflops). A case that
-// fails leaves its error in Row::note.
+// fails leaves its error in Row::note. Rows are hot (Row::l2); Options::l2 naming cold is refused
+// (not_supported): the cold L2 is the GPU's. Row::weight_gbps counts the compressed A per spmma
+// time, dense_weight_gbps the f32 A per sgemm time.
 std::vector<Row> run_cpu(const Options& o);
 
 // About how much memory one case of run_cpu (gpu = false) or run_gpu (gpu = true) takes: on the
@@ -27,13 +29,14 @@ std::vector<Row> run_cpu(const Options& o);
 struct CaseMemory {
   uint64_t host = 0, device = 0;
 };
-CaseMemory case_memory(const std::array<int64_t, 3>& shape, ElemType t, bool gpu, bool prune);
+// cold (GPU): with at least a second copy of A and B (--l2 cold).
+CaseMemory case_memory(const std::array<int64_t, 3>& shape, ElemType t, bool gpu, bool prune, bool cold = false);
 // Physical memory of this machine (sysconf), 0 when unknown.
 uint64_t host_memory_bytes();
 // invalid_argument, before any allocation, when a case needs more host memory than the machine
 // has (or, with gpu_free > 0, more device memory than is free): "<what>: M x N x K <type> needs
 // about 30.0 GiB of host memory, this machine has 7.8 GiB; choose smaller sizes".
 void require_memory(const std::array<int64_t, 3>& shape, ElemType t, bool gpu, bool prune, uint64_t gpu_free,
-                    const std::string& what);
+                    const std::string& what, bool cold = false);
 
 }  // namespace spmma::bench

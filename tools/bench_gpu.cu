@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <new>
 #include <string>
@@ -169,6 +170,68 @@ struct CublasGemm {
 
 double elem_value(const uint8_t* p, int64_t i, ElemType t) { return decode(t, load_element(p, i, memory_bits(t))); }
 
+// At most this many copies in a cold rotation. Plan::run's pointer checks keep a thread's 16 most
+// recent pointers (src/cuda/api/device_check.cu): up to about 13 copies of B, with D and the
+// workspace, every call is answered there; beyond, a call asks the driver about its B again (about
+// 1 µs of host time, inside the event window like all of Plan::run's). The decode sweep's smallest
+// weight (4096 x 4096 e4m3, 10 MiB compressed) needs 11 copies on the H100; a weight under ~2 MB
+// would need more than 64, and its call is launch-bound anyway (the row's note says how cold it is).
+constexpr int kMaxColdCopies = 64;
+
+std::string mib(uint64_t bytes) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return buf;
+}
+
+// One L2 mode's measurements of a case (spmma's and the dense baseline's).
+struct ModeTiming {
+  L2Mode mode = L2Mode::hot;
+  Timing spmma, dense;
+  double call_us = 0, host_us = 0;
+  bool ran = false, dense_ran = false;
+  bool refused = false;  // cold: not even 2 copies fit (note says the sizes)
+  int copies = 1, dense_copies = 1;
+  uint64_t between = 0, dense_between = 0;
+  std::string note;
+};
+
+// The row of one mode: the case's shared fields (data, plan, verification) in `r`, this mode's
+// times, copies and weight-stream rates from mt.
+Row row_for_mode(const Row& r, const ModeTiming& mt, uint64_t l2_bytes) {
+  Row out = r;
+  out.l2 = l2_name(mt.mode);
+  const double flops = 2.0 * r.m * r.n * r.k;
+  if (mt.ran) {
+    out.spmma_timing = mt.spmma;
+    out.spmma_ms = mt.spmma.median;
+    out.spmma_call_us = mt.call_us;
+    out.spmma_host_us = mt.host_us;
+    out.spmma_tflops = flops / (out.spmma_ms * 1e-3) / 1e12;
+    out.weight_gbps = static_cast<double>(r.value_bytes + r.metadata_bytes) / (out.spmma_ms * 1e-3) / 1e9;
+  }
+  if (mt.dense_ran) {
+    out.dense_timing = mt.dense;
+    out.cublas_ms = mt.dense.median;
+    out.cublas_tflops = flops / (out.cublas_ms * 1e-3) / 1e12;
+    out.dense_weight_gbps = static_cast<double>(r.dense_weight_bytes) / (out.cublas_ms * 1e-3) / 1e9;
+  }
+  out.l2_copies = mt.copies, out.dense_l2_copies = mt.dense_copies;
+  out.l2_between_bytes = mt.between, out.dense_l2_between_bytes = mt.dense_between;
+  out.l2_bytes = mt.mode == L2Mode::cold ? l2_bytes : 0;
+  std::string note = mt.note;
+  if (mt.mode == L2Mode::cold && mt.ran && mt.between < 2 * l2_bytes)
+    note += (note.empty() ? "" : "; ") + std::string("cold L2: ") + std::to_string(mt.copies) + " copies, " +
+            mib(mt.between) + " read between two uses of a copy, under 2x the L2 (" + mib(2 * l2_bytes) +
+            "): partly warm";
+  if (mt.mode == L2Mode::cold && mt.dense_ran && mt.dense_between < 2 * l2_bytes)
+    note += (note.empty() ? "" : "; ") + std::string("cold L2, cuBLAS: ") + std::to_string(mt.dense_copies) +
+            " copies, " + mib(mt.dense_between) + " between two uses, under 2x the L2: partly warm";
+  if (!note.empty()) out.note = out.note.empty() ? note : out.note + "; " + note;
+  if (mt.refused) out.verified = false;  // not timed: bench names the row and exits 1
+  return out;
+}
+
 }  // namespace
 
 std::string gpu_name() {
@@ -189,6 +252,59 @@ uint64_t gpu_free_memory() {
     return 0;
   }
   return free;
+}
+
+uint64_t gpu_l2_bytes() {
+  int dev = 0, l2 = 0;
+  check(cudaGetDevice(&dev), "cudaGetDevice");
+  check(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev), "cudaDeviceGetAttribute(L2 cache size)");
+  return static_cast<uint64_t>(l2);
+}
+
+CopyRate measure_copy_rate() {
+  CopyRate c;
+  const uint64_t l2 = gpu_l2_bytes();
+  // 1 GiB (20x the H100's 50 MiB L2: the copy's reads come from HBM), or a quarter of the free
+  // memory where that is less (source and destination take half), in whole MiB.
+  c.bytes = std::min<uint64_t>(uint64_t{1} << 30, gpu_free_memory() / 4) / (1 << 20) * (1 << 20);
+  if (c.bytes < 8 * l2) {
+    c.why = "not measured: " + std::to_string(c.bytes >> 20) +
+            " MiB (a quarter of the free memory) is under 8x the L2 (" + std::to_string(l2 >> 20) + " MiB)";
+    c.bytes = 0;
+    return c;
+  }
+  try {
+    Buf src(c.bytes), dst(c.bytes);
+    cudaStream_t s;
+    check(cudaStreamCreate(&s), "cudaStreamCreate");
+    cudaEvent_t e0, e1;
+    check(cudaEventCreate(&e0), "event");
+    check(cudaEventCreate(&e1), "event");
+    // Both buffers written once first, so no copy pays for first-touch page mapping.
+    check(cudaMemsetAsync(src.ptr, 0x3C, c.bytes, s), "copy rate: memset");
+    check(cudaMemsetAsync(dst.ptr, 0, c.bytes, s), "copy rate: memset");
+    const int warmup = 3;
+    c.reps = 10;
+    std::vector<double> t;
+    for (int i = 0; i < warmup + c.reps; ++i) {
+      check(cudaEventRecord(e0, s), "event");
+      check(cudaMemcpyAsync(dst.ptr, src.ptr, c.bytes, cudaMemcpyDeviceToDevice, s), "copy rate: cudaMemcpyAsync");
+      check(cudaEventRecord(e1, s), "event");
+      check(cudaStreamSynchronize(s), "copy rate");
+      float ms = 0;
+      check(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
+      if (i >= warmup) t.push_back(ms);
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    cudaStreamDestroy(s);
+    c.ms = timing_of(t);
+    c.gbps = static_cast<double>(c.bytes) / (c.ms.median * 1e-3) / 1e9;  // bytes read (= bytes written) per second
+  } catch (const Error& e) {
+    c = CopyRate{};
+    c.why = std::string("not measured: ") + e.what();
+  }
+  return c;
 }
 
 // Rows of D (spmma's, in d1) against the CPU backend on the same A (the dense, pattern-holding
@@ -250,9 +366,14 @@ std::vector<Row> run_gpu(const Options& o) {
   check(cudaEventCreate(&e0), "event");
   check(cudaEventCreate(&e1), "event");
   const size_t total = o.types.size() * o.shapes.size();
+  const bool any_cold = std::find(o.l2.begin(), o.l2.end(), L2Mode::cold) != o.l2.end();
+  const uint64_t l2_bytes = any_cold ? gpu_l2_bytes() : 0;
+  size_t case_index = 0;
   for (ElemType t : o.types)
     for (const auto& sh : o.shapes) {
-      if (o.on_start) o.on_start(rows.size(), total, case_name(sh, t));
+      if (o.on_start) o.on_start(case_index++, total, case_name(sh, t));
+      std::vector<ModeTiming> modes;
+      for (L2Mode m : o.l2) modes.push_back(ModeTiming{m});
       Row r;
       r.m = sh[0], r.n = sh[1], r.k = sh[2];
       r.type = std::string(type_name(t));
@@ -310,6 +431,7 @@ std::vector<Row> run_gpu(const Options& o) {
         check(cudaGetLastError(), "fill");
         SparseMatrix sa = compress(h, d, a.ptr, r.k, 0, o.prune ? PruneMode::magnitude : PruneMode::check, stream);
         r.value_bytes = sa.value_bytes(), r.metadata_bytes = sa.metadata_bytes();
+        r.dense_weight_bytes = a.bytes();
         if (o.prune) {  // the dense baseline multiplies the host's pruning of the same A
           check(cudaStreamSynchronize(stream), "compress");
           std::vector<uint8_t> host = a.download();
@@ -320,51 +442,145 @@ std::vector<Row> run_gpu(const Options& o) {
           check(cudaMemcpy(a.ptr, host.data(), host.size(), cudaMemcpyHostToDevice), "upload pruned A");
         }
         check(cudaMemsetAsync(d1.ptr, 0xA5, r.m * r.n * cb, stream), "poison");
-        std::vector<double> ktimes, calls, hosts;
-        for (int i = 0; i < o.warmup + o.reps; ++i) {
-          check(cudaStreamSynchronize(stream), "sync");
-          const auto h0 = std::chrono::steady_clock::now();
-          check(cudaEventRecord(e0, stream), "event");
-          const auto r0 = std::chrono::steady_clock::now();
-          plan.run(sa, b.ptr, d1.ptr, ea, ws.ptr, stream);
-          const auto r1 = std::chrono::steady_clock::now();
-          check(cudaEventRecord(e1, stream), "event");
-          check(cudaStreamSynchronize(stream), "spmma run");
-          const auto h1 = std::chrono::steady_clock::now();
-          float ms = 0;
-          check(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
-          if (i >= o.warmup) {
-            ktimes.push_back(ms);
-            calls.push_back(std::chrono::duration<double, std::micro>(h1 - h0).count());
-            hosts.push_back(std::chrono::duration<double, std::micro>(r1 - r0).count());
+        // Cold L2 (docs/benchmarks.md, "Cold L2 and the decode sweep"): every timed call reads its
+        // A and B from HBM because the calls rotate over distinct copies of them, enough that the
+        // copies read between two uses of one copy exceed twice the L2 (cold_copies). Rotating
+        // rather than flushing the L2 between calls: a flush (a kernel or memset over a buffer
+        // larger than the L2) leaves the L2 full of its own dirty lines, which the timed call
+        // then writes back to HBM at its own expense; it puts a memory-bound kernel of a few tens
+        // of µs before every timed call, which moves the clocks and the power state the call
+        // runs at; and it empties the L2 of D and the workspace too, which a layer of a model
+        // finds there. Rotation is what a model's forward pass does: each weight is read once per
+        // token, the other layers' weights read in between, and the timed calls run back to back
+        // exactly as the hot ones do. Copy 0 is the case's own A and B; each copy has its own Plan,
+        // because a plan keeps the tensor map of the last B it saw, and one plan rotating B would
+        // encode a map on every call, host time that the event window (opened before the call is
+        // enqueued) would count.
+        const uint64_t b_bytes = b.bytes(), sparse_bytes = r.value_bytes + r.metadata_bytes, dense_a_bytes = a.bytes();
+        std::vector<Buf> b_copies;           // copies 1... of B (spmma and cuBLAS)
+        std::vector<SparseMatrix> a_copies;  // copies 1... of the compressed A
+        std::vector<Plan> plans;             // a plan per copy 1...
+        auto spmma_timed = [&](ModeTiming& mt) {
+          const int copies = mt.copies;
+          const int warmup = copies > 1 ? std::max(o.warmup, copies) : o.warmup;  // a whole rotation first
+          std::vector<double> ktimes, calls, hosts;
+          for (int i = 0; i < warmup + o.reps; ++i) {
+            const int j = i % copies;
+            const Plan& p = j == 0 ? plan : plans[static_cast<size_t>(j - 1)];
+            const SparseMatrix& sj = j == 0 ? sa : a_copies[static_cast<size_t>(j - 1)];
+            const void* bj = j == 0 ? b.ptr : b_copies[static_cast<size_t>(j - 1)].ptr;
+            check(cudaStreamSynchronize(stream), "sync");
+            const auto h0 = std::chrono::steady_clock::now();
+            check(cudaEventRecord(e0, stream), "event");
+            const auto r0 = std::chrono::steady_clock::now();
+            p.run(sj, bj, d1.ptr, ea, ws.ptr, stream);
+            const auto r1 = std::chrono::steady_clock::now();
+            check(cudaEventRecord(e1, stream), "event");
+            check(cudaStreamSynchronize(stream), "spmma run");
+            const auto h1 = std::chrono::steady_clock::now();
+            float ms = 0;
+            check(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
+            if (i >= warmup) {
+              ktimes.push_back(ms);
+              calls.push_back(std::chrono::duration<double, std::micro>(h1 - h0).count());
+              hosts.push_back(std::chrono::duration<double, std::micro>(r1 - r0).count());
+            }
           }
+          mt.spmma = timing_of(ktimes);
+          mt.call_us = median(calls);
+          mt.host_us = median(hosts);
+          mt.ran = true;
+        };
+        for (ModeTiming& mt : modes) {
+          if (mt.mode == L2Mode::hot) {
+            spmma_timed(mt);
+            continue;
+          }
+          // The copies' memory: at most 3/4 of what is free now (the rest for the driver, cuBLAS's
+          // workspace and the dense copies' turn, which frees these first); fewer copies than
+          // wanted where they do not fit, said in the row's note; refused below 2.
+          const int wanted = cold_copies(sparse_bytes + b_bytes, l2_bytes, kMaxColdCopies);
+          const uint64_t budget = gpu_free_memory() / 4 * 3;
+          const int fit =
+              static_cast<int>(std::min<uint64_t>(1 + budget / std::max<uint64_t>(1, sparse_bytes + b_bytes), wanted));
+          if (fit < 2) {
+            mt.refused = true;
+            mt.note = "cold L2: a second copy of the compressed A and B (" + mib(sparse_bytes + b_bytes) +
+                      ") does not fit in 3/4 of the free GPU memory (" + mib(budget) + " usable)";
+            continue;
+          }
+          mt.copies = fit;
+          while (a_copies.size() + 1 < static_cast<size_t>(fit)) {
+            a_copies.push_back(
+                compress(h, d, a.ptr, r.k, 0, o.prune ? PruneMode::magnitude : PruneMode::check, stream));
+            plans.emplace_back(h, d, o.plan);
+          }
+          while (b_copies.size() + 1 < static_cast<size_t>(fit)) {
+            b_copies.emplace_back(static_cast<size_t>(b_bytes));
+            check(cudaMemcpyAsync(b_copies.back().ptr, b.ptr, b_bytes, cudaMemcpyDeviceToDevice, stream), "copy B");
+          }
+          mt.between = static_cast<uint64_t>(fit - 1) * (sparse_bytes + b_bytes);
+          spmma_timed(mt);
         }
-        r.spmma_timing = timing_of(ktimes);
-        r.spmma_ms = r.spmma_timing.median;
-        r.spmma_call_us = median(calls);
-        r.spmma_host_us = median(hosts);
-        const double flops = 2.0 * r.m * r.n * r.k;
-        r.spmma_tflops = flops / (r.spmma_ms * 1e-3) / 1e12;
+        // Only cuBLAS's dense copies from here: the compressed ones go (B's stay, cuBLAS rotates them too).
+        a_copies.clear();
+        plans.clear();
+        bool dense_ran = false;  // cuBLAS's D (d2) holds a product to compare with
         if (ts) {
           CublasGemm g(*ts, r.m, r.n, r.k, o.fast_accum && (t == ElemType::e4m3 || t == ElemType::e5m2));
           if (g.ok) {
-            std::vector<double> ct;
-            for (int i = 0; i < o.warmup + o.reps; ++i) {
-              check(cudaEventRecord(e0, stream), "event");
-              g.run(*ts, a.ptr, b.ptr, d2.ptr, stream);
-              check(cudaEventRecord(e1, stream), "event");
-              check(cudaStreamSynchronize(stream), "cublas run");
-              float ms = 0;
-              check(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
-              if (i >= o.warmup) ct.push_back(ms);
+            std::vector<Buf> a_dense;  // copies 1... of the dense A
+            auto dense_timed = [&](ModeTiming& mt) {
+              const int copies = mt.dense_copies;
+              const int warmup = copies > 1 ? std::max(o.warmup, copies) : o.warmup;
+              std::vector<double> ct;
+              for (int i = 0; i < warmup + o.reps; ++i) {
+                const int j = i % copies;
+                const void* aj = j == 0 ? a.ptr : a_dense[static_cast<size_t>(j - 1)].ptr;
+                const void* bj = j == 0 ? b.ptr : b_copies[static_cast<size_t>(j - 1)].ptr;
+                check(cudaEventRecord(e0, stream), "event");
+                g.run(*ts, aj, bj, d2.ptr, stream);
+                check(cudaEventRecord(e1, stream), "event");
+                check(cudaStreamSynchronize(stream), "cublas run");
+                float ms = 0;
+                check(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
+                if (i >= warmup) ct.push_back(ms);
+              }
+              mt.dense = timing_of(ct);
+              mt.dense_ran = true;
+            };
+            for (ModeTiming& mt : modes) {
+              if (mt.mode == L2Mode::hot) {
+                dense_timed(mt);
+                continue;
+              }
+              if (mt.refused) continue;
+              const int wanted = cold_copies(dense_a_bytes + b_bytes, l2_bytes, kMaxColdCopies);
+              const uint64_t budget = gpu_free_memory() / 4 * 3;
+              // B's copies exist already (as many as spmma's, and spmma's A is the smaller).
+              const int fit =
+                  static_cast<int>(std::min<uint64_t>({1 + budget / std::max<uint64_t>(1, dense_a_bytes),
+                                                       static_cast<uint64_t>(wanted), b_copies.size() + 1}));
+              if (fit < 2) {
+                mt.note = (mt.note.empty() ? "" : mt.note + "; ") + "cold L2, cuBLAS: a second copy of the dense A (" +
+                          mib(dense_a_bytes) + ") does not fit in 3/4 of the free GPU memory (" + mib(budget) +
+                          " usable)";
+                continue;
+              }
+              mt.dense_copies = fit;
+              while (a_dense.size() + 1 < static_cast<size_t>(fit)) {
+                a_dense.emplace_back(static_cast<size_t>(dense_a_bytes));
+                check(cudaMemcpyAsync(a_dense.back().ptr, a.ptr, dense_a_bytes, cudaMemcpyDeviceToDevice, stream),
+                      "copy A");
+              }
+              mt.dense_between = static_cast<uint64_t>(fit - 1) * (dense_a_bytes + b_bytes);
+              dense_timed(mt);
             }
-            r.dense_timing = timing_of(ct);
-            r.cublas_ms = r.dense_timing.median;
-            r.cublas_tflops = flops / (r.cublas_ms * 1e-3) / 1e12;
+            for (const ModeTiming& mt : modes) dense_ran = dense_ran || mt.dense_ran;
           } else {
             r.note = g.why;
           }
-          if (g.ok && !custom) {
+          if (g.ok && dense_ran && !custom) {
             // Verify spmma against cuBLAS on the same A, element by element.
             std::vector<uint8_t> h1(static_cast<size_t>(r.m * r.n * cb)), h2(h1.size());  // cb == dense_cb here
             check(cudaMemcpy(h1.data(), d1.ptr, h1.size(), cudaMemcpyDeviceToHost), "download");
@@ -409,8 +625,11 @@ std::vector<Row> run_gpu(const Options& o) {
       } catch (const std::bad_alloc&) {
         r.note = "out of host memory";
       }
-      rows.push_back(r);
-      if (o.on_row) o.on_row(rows.back());
+      // One row per L2 mode, in the order asked: the case's checks shared, each mode's times.
+      for (const ModeTiming& mt : modes) {
+        rows.push_back(row_for_mode(r, mt, l2_bytes));
+        if (o.on_row) o.on_row(rows.back());
+      }
     }
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);

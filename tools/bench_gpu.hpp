@@ -50,6 +50,36 @@ struct Row {
   std::optional<double> cpu_dense_tflops;
   std::string kernel;
   std::string note;
+  // The L2 mode the row was timed in (docs/benchmarks.md, "Cold L2 and the decode sweep"): "hot"
+  // (the same A and B on every call: a weight under the L2's size is read from L2 after the first)
+  // or "cold" (calls rotate over distinct copies of A and B, so each call reads its weight from HBM).
+  std::string l2 = "hot";
+  // Cold: the copies rotated (spmma; the dense baseline's), and the bytes the calls between two
+  // uses of one copy read from the other copies (their A and B), against the L2's l2_bytes. Hot: 1, 0.
+  int l2_copies = 1, dense_l2_copies = 1;
+  uint64_t l2_between_bytes = 0, dense_l2_between_bytes = 0, l2_bytes = 0;
+  // The weight stream: the compressed A as stored (value_bytes + metadata_bytes) per spmma kernel
+  // time, and the dense A (M·K elements; f32 on the CPU, what cblas_sgemm reads) per dense time, GB/s (1e9 B/s).
+  uint64_t dense_weight_bytes = 0;
+  double weight_gbps = 0;
+  std::optional<double> dense_weight_gbps;
+};
+
+// Which L2 states a case is timed in (`spmma bench --l2 hot|cold|both`).
+enum class L2Mode { hot, cold };
+inline const char* l2_name(L2Mode m) { return m == L2Mode::hot ? "hot" : "cold"; }
+
+// The device-to-device copy rate (cudaMemcpyAsync of `bytes`, much larger than the L2), the
+// ceiling the weight-stream GB/s are compared with. Convention: bytes READ per second (a copy of
+// `bytes` reads `bytes` and writes `bytes`; gbps counts them once, so it is the rate at which a
+// copy streams its source, comparable with a weight stream, which only reads; the HBM moves twice
+// that). gbps = 0 and `why` set where it could not be measured.
+struct CopyRate {
+  double gbps = 0;
+  uint64_t bytes = 0;
+  int reps = 0;
+  Timing ms;
+  std::string why;
 };
 
 // The epilogue spmma runs in a bench case (`--bias`, `--activation`, `--scales`, `--out`): D =
@@ -99,11 +129,26 @@ struct Options {
   // D column-major (`--d-order col`): stored N x M, i.e. Y = X·Wᵀ row-major, the layout of a
   // linear layer's output and of the Python package's matmul.
   bool d_col_major = false;
+  // The L2 modes each case is timed in, one row per mode (in this order); the GPU path only takes
+  // cold. Every mode of a case shares its data, plan and verification.
+  std::vector<L2Mode> l2 = {L2Mode::hot};
   // Called before each case (its index from 0, the number of cases, "MxNxK type") and with each
   // row as it finishes: `spmma bench` prints rows as they come and a progress line.
   std::function<void(size_t, size_t, const std::string&)> on_start;
   std::function<void(const Row&)> on_row;
 };
+
+// `spmma bench --sweep decode` (issue 12, decode and small batches): the weights of LLM linear
+// layers, M x K = 4096x4096, 14336x4096, 4096x14336, 28672x8192, 11008x4096, each at N = 1, 8, 16,
+// 32, 64, 128, 256 tokens: 35 shapes, M x K outer, N inner. At these N a call streams its weight
+// once, so HBM (cold L2) rather than the tensor cores sets its time.
+inline std::vector<std::array<int64_t, 3>> decode_sweep_shapes() {
+  std::vector<std::array<int64_t, 3>> out;
+  for (const auto& mk :
+       {std::array<int64_t, 2>{4096, 4096}, {14336, 4096}, {4096, 14336}, {28672, 8192}, {11008, 4096}})
+    for (int64_t n : {1, 8, 16, 32, 64, 128, 256}) out.push_back({mk[0], n, mk[1]});
+  return out;
+}
 
 // "MxNxK type", as progress lines and messages name a case.
 inline std::string case_name(const std::array<int64_t, 3>& shape, ElemType t) {
@@ -159,5 +204,23 @@ std::string gpu_name();
 std::string cublas_version();
 // Free memory on the current GPU (cudaMemGetInfo), 0 when it cannot be asked.
 uint64_t gpu_free_memory();
+// The L2 cache of the current GPU in bytes (cudaDeviceProp::l2CacheSize).
+uint64_t gpu_l2_bytes();
+// The device-to-device copy rate of the current GPU (CopyRate): a buffer of min(1 GiB, a quarter
+// of the free memory) copied 10 times after 3 warm-ups, each copy timed by device events.
+CopyRate measure_copy_rate();
+
+// How many distinct copies a cold timing rotates over: enough that the other copies' bytes read
+// between two uses of one copy (copies - 1 times per_call_bytes, the rotated A and B of a call)
+// reach twice the L2 (2x: the H100's L2 is two partitions, and a line may be held in both), at
+// least 2; at most max_copies (0: no limit). Plain arithmetic, tested on the CPU.
+inline int cold_copies(uint64_t per_call_bytes, uint64_t l2_bytes, int max_copies = 0) {
+  if (per_call_bytes == 0) return 2;
+  const uint64_t target = 2 * l2_bytes;
+  uint64_t c = 1 + (target + per_call_bytes - 1) / per_call_bytes;
+  c = std::max<uint64_t>(c, 2);
+  if (max_copies > 0) c = std::min<uint64_t>(c, static_cast<uint64_t>(max_copies));
+  return static_cast<int>(c);
+}
 
 }  // namespace spmma::bench

@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // JSON views of spmma objects shared by the CLI commands.
 #pragma once
+#include <optional>
+#include <string>
+
 #include <nlohmann/json.hpp>
 
+#include "bench_gpu.hpp"
 #include "spmma/isa.hpp"
 #include "spmma/matrix.hpp"
 
@@ -14,5 +18,55 @@ nlohmann::json variant_json(const isa::Variant& v);
 nlohmann::json values_json(const Matrix& m);
 // Raw bit patterns as nested lists of unsigned integers.
 nlohmann::json bits_json(const Matrix& m);
+
+// One measured case as `spmma bench --json` prints it (docs/benchmarks.md), less what only bench
+// has (its cuSPARSELt record, the provenance it adds): m, n, k, type, backend, device, verified,
+// max_error, spmma_ms, spmma_call_us, spmma_host_us, spmma_tflops, cublas_tflops,
+// cusparselt_tflops, cpu_dense_tflops (null where not measured), kernel, note, d_type, epilogue,
+// d_order, fast_accum, timing_ms {spmma, cublas on the GPU or cpu_dense on the CPU: {min, median,
+// p90}}, l2, l2_rotation, weight_bytes, value_bytes, metadata_bytes, weight_gbps,
+// dense_weight_bytes, dense_weight_gbps. `spmma demo --json` prints it for its one case; one schema for the two commands.
+inline nlohmann::json bench_row_json(const bench::Row& r, const std::string& device, bool gpu, bool fast_accum) {
+  auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  auto timing = [](const bench::Timing& t) {
+    return nlohmann::json{{"min", t.min}, {"median", t.median}, {"p90", t.p90}};
+  };
+  return {{"m", r.m},
+          {"n", r.n},
+          {"k", r.k},
+          {"type", r.type},
+          {"backend", r.backend},
+          {"device", device},
+          {"verified", r.verified},
+          {"max_error", r.max_error},
+          {"spmma_ms", r.spmma_ms},
+          {"spmma_call_us", r.spmma_call_us},
+          {"spmma_host_us", r.spmma_host_us},
+          {"spmma_tflops", r.spmma_tflops},
+          {"cublas_tflops", opt(r.cublas_tflops)},
+          {"cusparselt_tflops", opt(r.cusparselt_tflops)},
+          {"cpu_dense_tflops", opt(r.cpu_dense_tflops)},
+          {"kernel", r.kernel},
+          {"note", r.note},
+          {"d_type", r.d_type},
+          {"epilogue", r.epilogue},
+          {"d_order", r.d_order},
+          {"fast_accum", fast_accum},
+          {"timing_ms", {{"spmma", timing(r.spmma_timing)}, {gpu ? "cublas" : "cpu_dense", timing(r.dense_timing)}}},
+          // The L2 mode and the weight stream (docs/benchmarks.md, "Cold L2 and the decode sweep").
+          {"l2", r.l2},
+          {"l2_rotation",
+           {{"copies", r.l2_copies},
+            {"between_bytes", r.l2_between_bytes},
+            {"dense_copies", r.dense_l2_copies},
+            {"dense_between_bytes", r.dense_l2_between_bytes},
+            {"l2_bytes", r.l2_bytes}}},
+          {"weight_bytes", r.value_bytes + r.metadata_bytes},
+          {"value_bytes", r.value_bytes},
+          {"metadata_bytes", r.metadata_bytes},
+          {"weight_gbps", r.spmma_ms > 0 ? nlohmann::json(r.weight_gbps) : nlohmann::json(nullptr)},
+          {"dense_weight_bytes", r.dense_weight_bytes},
+          {"dense_weight_gbps", opt(r.dense_weight_gbps)}};
+}
 
 }  // namespace spmma::cli

@@ -10,11 +10,10 @@
 #include <iostream>
 #include <sstream>
 
-#include <unistd.h>
-
 #include <nlohmann/json.hpp>
 
 #include "bench_cpu.hpp"
+#include "cli_json.hpp"
 #include "cli_util.hpp"
 #include "commands.hpp"
 #include "provenance.hpp"
@@ -90,12 +89,28 @@ void register_bench(CLI::App& app) {
     std::string grid = "auto";
     bool bias = false, scales = false;
     std::string activation = "none", out, d_order = "row";
+    std::string l2, sweep;  // l2 empty: hot, or both with --sweep decode
+    bool dry_run = false;
   };
   auto o = std::make_shared<Opts>();
   cmd->add_option("--shapes", o->shapes,
                   "MxNxK,... (default: 4096^3, 8192^3, 16384^3 and LLM linears 4096x4096, 14336x4096, 4096x14336, "
                   "28672x8192 (MxK) at N = 16, 128, 2048, 8192; on the CPU: smaller defaults)");
   cmd->add_option("--types", o->types, "A/B types, e.g. bf16,f16,tf32,e4m3,s8 (default bf16,e4m3)");
+  cmd->add_option(
+         "--sweep", o->sweep,
+         "A preset of shapes instead of --shapes: decode = M x K 4096x4096, 14336x4096, 4096x14336, 28672x8192, "
+         "11008x4096 at N = 1, 8, 16, 32, 64, 128, 256 (35 shapes; --l2 both unless given)")
+      ->check(CLI::IsMember({"decode"}));
+  cmd->add_option(
+         "--l2", o->l2,
+         "The L2 state each call is timed in: hot (default; the same A and B every call, so a weight smaller "
+         "than the L2 is read from it), cold (calls rotate over copies of A and B, so each reads them from HBM; "
+         "GPU only) or both (a hot and a cold row per case)")
+      ->check(CLI::IsMember({"hot", "cold", "both"}));
+  cmd->add_flag("--dry-run", o->dry_run,
+                "Print the cases this command would time (shape, type, L2 mode; with --json as a JSON array) and exit: "
+                "nothing is allocated or measured");
   cmd->add_option("--reps", o->reps, "Timed repetitions per case (median reported; default 30)");
   cmd->add_option("--cusparselt-json", o->cusparselt,
                   "Merge cuSPARSELt kernel times measured by bench/cusparselt_torch.py (PyTorch's bundled cuSPARSELt)");
@@ -147,14 +162,55 @@ void register_bench(CLI::App& app) {
     if (!o->cpu) gpu = conform::gpu_available(&why);
 #endif
     std::vector<std::array<int64_t, 3>> shapes;
+    if (!o->sweep.empty() && !o->shapes.empty())
+      fail(Status::invalid_argument,
+           "bench: --sweep " + o->sweep + " and --shapes both name the shapes; give one of them");
     if (!o->shapes.empty()) {
       shapes = parse_shapes(o->shapes);
+    } else if (o->sweep == "decode") {
+      shapes = bench::decode_sweep_shapes();
     } else if (gpu) {
       for (int64_t s : {4096, 8192, 16384}) shapes.push_back({s, s, s});
       for (auto mk : std::vector<std::array<int64_t, 2>>{{4096, 4096}, {14336, 4096}, {4096, 14336}, {28672, 8192}})
         for (int64_t n : {16, 128, 2048, 8192}) shapes.push_back({mk[0], n, mk[1]});
     } else {
       shapes = {{512, 512, 512}, {1024, 1024, 1024}, {4096, 16, 4096}, {4096, 128, 4096}};
+    }
+    // The L2 modes: --l2, else both for the decode sweep (the point of it), else hot.
+    const std::string l2 = !o->l2.empty() ? o->l2 : o->sweep == "decode" ? "both" : "hot";
+    std::vector<bench::L2Mode> l2_modes;
+    if (l2 != "cold") l2_modes.push_back(bench::L2Mode::hot);
+    if (l2 != "hot") l2_modes.push_back(bench::L2Mode::cold);
+    // The cold L2 is the GPU's (bench::run_cpu times the hot case only): refused here, before
+    // anything runs, with what to do instead.
+    if (!gpu && l2 != "hot")
+      fail(Status::not_supported,
+           "bench: --l2 " + l2 + (o->l2.empty() ? " (the default of --sweep " + o->sweep + ")" : std::string()) +
+               ": the cold L2 is timed on the GPU only, and this run takes the CPU path (" + why + "); give --l2 hot");
+    const bool cold = l2 != "hot";
+    if (o->dry_run) {
+      // The cases in the order they would run: type, shape, then L2 mode.
+      nlohmann::json cases = nlohmann::json::array();
+      for (ElemType t : types)
+        for (const auto& sh : shapes)
+          for (bench::L2Mode m : l2_modes) {
+            if (o->json)
+              cases.push_back({{"m", sh[0]},
+                               {"n", sh[1]},
+                               {"k", sh[2]},
+                               {"type", std::string(type_name(t))},
+                               {"l2", bench::l2_name(m)}});
+            else
+              std::cout << sh[0] << "x" << sh[1] << "x" << sh[2] << " " << type_name(t) << " " << bench::l2_name(m)
+                        << "\n";
+          }
+      if (o->json)
+        std::cout << cases.dump(1) << "\n";
+      else
+        std::cout << "spmma bench --dry-run: " << types.size() * shapes.size() << " cases, "
+                  << types.size() * shapes.size() * l2_modes.size() << " rows, on " << (gpu ? "the GPU" : "the CPU")
+                  << "\n";
+      return;
     }
     // A shape that cannot fit is refused up front with the memory it needs (not std::bad_alloc
     // half-way through).
@@ -163,7 +219,7 @@ void register_bench(CLI::App& app) {
     if (gpu) gpu_free = bench::gpu_free_memory();
 #endif
     for (ElemType t : types)
-      for (const auto& sh : shapes) bench::require_memory(sh, t, gpu, false, gpu_free, "bench");
+      for (const auto& sh : shapes) bench::require_memory(sh, t, gpu, false, gpu_free, "bench", cold);
     bench::Options bo;
     bo.shapes = shapes;
     bo.types = types;
@@ -177,6 +233,7 @@ void register_bench(CLI::App& app) {
     bo.epilogue.act = o->activation == "relu" ? Activation::relu : o->activation == "gelu" ? Activation::gelu : Activation::none;
     if (!o->out.empty()) bo.epilogue.out = parse_elem_type_or_throw(o->out);
     bo.d_col_major = o->d_order == "col";
+    bo.l2 = l2_modes;
     // cuSPARSELt's measurements (bench/cusparselt_torch.py), read before measuring: a bad file
     // is refused before hours of work, and each row is complete when it is printed.
     nlohmann::json peers = nlohmann::json::array();
@@ -190,18 +247,30 @@ void register_bench(CLI::App& app) {
       BenchRow r;
       static_cast<bench::Row&>(r) = measured;
       for (const auto& c : peers)
+        // The same shape, type and L2 mode (a record without "l2", from before the cold mode, is hot).
         if (c.is_object() && c.value("m", 0) == r.m && c.value("n", 0) == r.n && c.value("k", 0) == r.k &&
-            c.value("type", "") == r.type && c.contains("cusparselt_tflops") && c["cusparselt_tflops"].is_number()) {
+            c.value("type", "") == r.type && c.value("l2", "hot") == r.l2 && c.contains("cusparselt_tflops") &&
+            c["cusparselt_tflops"].is_number()) {
           r.cusparselt_tflops = c["cusparselt_tflops"].get<double>();
-          for (const char* key : {"torch", "cusparselt", "alg_id", "kernels", "cusparselt_ms"})
+          for (const char* key :
+               {"torch", "cusparselt", "alg_id", "kernels", "cusparselt_ms", "l2_copies", "weight_gbps"})
             if (c.contains(key)) r.peer[key] = c[key];
         }
       return r;
     };
     std::string device = "CPU";
+    // The device-to-device copy rate of this run, the ceiling the weight-stream GB/s are read
+    // against (GPU only; bench::CopyRate states the convention: bytes read per second).
+    bench::CopyRate copy;
+    uint64_t l2_bytes = 0;
 #ifdef SPMMA_HAVE_CUDA
-    if (gpu) device = bench::gpu_name();
+    if (gpu) {
+      device = bench::gpu_name();
+      copy = bench::measure_copy_rate();
+      l2_bytes = bench::gpu_l2_bytes();
+    }
 #endif
+    const std::optional<double> copy_gbps = copy.gbps > 0 ? std::optional<double>(copy.gbps) : std::nullopt;
     if (!gpu) {
       if (bo.d_col_major) fail(Status::not_supported, "bench: --d-order col is timed on the GPU only (the CPU path checks a row-major D)");
       std::cerr << "spmma bench: no GPU (" << why << "): timing the CPU path\n";
@@ -221,10 +290,31 @@ void register_bench(CLI::App& app) {
                   << " (the dense baseline: plain)" << (bo.d_col_major ? ", D column-major" : "") << "\n";
       else if (bo.d_col_major)
         std::cout << "D column-major\n";
+      if (gpu) {
+        std::ostringstream c;
+        c << std::fixed << std::setprecision(1);
+        if (copy_gbps)
+          c << "copy rate " << *copy_gbps << " GB/s: device-to-device cudaMemcpyAsync of " << (copy.bytes >> 20)
+            << " MiB, median of " << copy.reps
+            << ", counted as bytes read per second (the copy writes as many: " << 2 * *copy_gbps
+            << " GB/s of HBM traffic)";
+        else
+          c << "copy rate " << copy.why;
+        c << "; L2 " << static_cast<double>(l2_bytes) / (1 << 20) << " MiB\n";
+        std::cout << c.str();
+      }
+      if (gpu)
+        std::cout << "GB/s: weight bytes per kernel time (spmma: compressed values + metadata; dense: M·K elements); "
+                     "of copy: spmma's GB/s / the copy rate; l2 cold: each call reads its A and B from HBM "
+                     "(docs/benchmarks.md, \"Cold L2 and the decode sweep\")\n";
+      else
+        std::cout << "GB/s: weight bytes per time (spmma: compressed values + metadata; dense: the f32 A cblas_sgemm "
+                     "reads)\n";
       std::cout << std::left << std::setw(22) << "shape MxNxK" << std::setw(6) << "type" << std::right << std::setw(10)
                 << "spmma" << std::setw(10) << "dense" << std::setw(12) << "cuSPARSELt" << std::setw(10) << "vs dense"
-                << std::setw(10) << "vs cSLt" << std::setw(12) << "call us" << std::setw(10) << "host us" << std::setw(10)
-                << "verified" << std::endl;
+                << std::setw(10) << "vs cSLt" << std::setw(12) << "call us" << std::setw(10) << "host us"
+                << std::setw(6) << "l2" << std::setw(10) << "GB/s" << std::setw(11) << "dense GB/s" << std::setw(9)
+                << "of copy" << std::setw(10) << "verified" << std::endl;
     }
     auto print_row = [&](const BenchRow& r) {
       std::ostringstream shape;
@@ -249,24 +339,28 @@ void register_bench(CLI::App& app) {
         else t << "-";
         return t.str();
       };
-      std::cout << std::setw(12) << us(r.spmma_call_us) << std::setw(10) << us(r.spmma_host_us) << std::setw(10)
-                << (r.verified ? "yes" : "NO");
+      std::cout << std::setw(12) << us(r.spmma_call_us) << std::setw(10) << us(r.spmma_host_us) << std::setw(6) << r.l2;
+      auto gbps = [](const std::optional<double>& v, int w) {
+        std::ostringstream t;
+        if (v)
+          t << std::fixed << std::setprecision(*v >= 100 ? 0 : 1) << *v;
+        else
+          t << "-";
+        std::cout << std::setw(w) << t.str();
+      };
+      gbps(ran ? std::optional<double>(r.weight_gbps) : std::nullopt, 10);
+      gbps(r.dense_weight_gbps, 11);
+      col(ran && copy_gbps ? std::optional<double>(r.weight_gbps / *copy_gbps) : std::nullopt, 9, true);
+      std::cout << std::setw(10) << (r.verified ? "yes" : "NO");
       if (!r.note.empty()) std::cout << "   " << r.note;
       std::cout << std::endl;
     };
-    // The progress line: on stderr, only where it is a terminal (a log file gets none), rewritten
-    // in place, off with --quiet.
-    const bool progress = !o->quiet && isatty(fileno(stderr));
-    auto clear_progress = [&] {
-      if (progress) std::cerr << "\r\033[K" << std::flush;
-    };
+    cli::ProgressLine progress("bench", o->quiet);
     std::vector<BenchRow> rows;
-    bo.on_start = [&](size_t i, size_t total, const std::string& what) {
-      if (progress) std::cerr << "\r\033[Kspmma bench: [" << i + 1 << "/" << total << "] " << what << " ..." << std::flush;
-    };
+    bo.on_start = [&](size_t i, size_t total, const std::string& what) { progress.start(i, total, what); };
     bo.on_row = [&](const bench::Row& measured) {
       rows.push_back(with_peer(measured));
-      clear_progress();
+      progress.clear();
       if (!o->json) print_row(rows.back());
     };
     if (gpu) {
@@ -276,7 +370,7 @@ void register_bench(CLI::App& app) {
     } else {
       bench::run_cpu(bo);
     }
-    clear_progress();
+    progress.clear();
     // Every record carries what it was measured with (docs/benchmarks.md reproduces from it).
     nlohmann::json provenance = environment();
     provenance["device"] = device;
@@ -287,25 +381,36 @@ void register_bench(CLI::App& app) {
     provenance["seed"] = bo.seed;
     provenance["timer"] = gpu ? "CUDA events around each call (kernel time), median of reps after warm-up"
                               : "host clock around each call, median of reps after warm-up";
+    provenance["l2"] = l2;
+    if (gpu) {
+      provenance["l2_bytes"] = l2_bytes;
+      provenance["copy_rate"] = {
+          {"gbps", opt(copy_gbps)},
+          {"bytes", copy.bytes},
+          {"reps", copy.reps},
+          {"timing_ms", {{"min", copy.ms.min}, {"median", copy.ms.median}, {"p90", copy.ms.p90}}},
+          {"convention",
+           "device-to-device cudaMemcpyAsync; bytes read per second (1e9 B/s): the "
+           "copy also writes as many, so its HBM traffic is twice this"},
+          {"note", copy.why}};
+    }
 #ifdef SPMMA_HAVE_CUDA
     if (gpu) provenance["cublaslt"] = bench::cublas_version();
 #endif
-    auto timing = [](const bench::Timing& t) {
-      return nlohmann::json{{"min", t.min}, {"median", t.median}, {"p90", t.p90}};
-    };
     nlohmann::json arr = nlohmann::json::array();
-    for (const auto& r : rows)
-      arr.push_back({{"m", r.m}, {"n", r.n}, {"k", r.k}, {"type", r.type}, {"backend", r.backend}, {"device", device},
-                     {"verified", r.verified}, {"max_error", r.max_error}, {"spmma_ms", r.spmma_ms},
-                     {"spmma_call_us", r.spmma_call_us}, {"spmma_host_us", r.spmma_host_us}, {"spmma_tflops", r.spmma_tflops},
-                     {"cublas_tflops", opt(r.cublas_tflops)}, {"cusparselt_tflops", opt(r.cusparselt_tflops)},
-                     {"cpu_dense_tflops", opt(r.cpu_dense_tflops)},
-                     {"kernel", r.kernel}, {"note", r.note}, {"d_type", r.d_type}, {"epilogue", r.epilogue},
-                     {"d_order", r.d_order},
-                     {"fast_accum", o->fast_accum},
-                     {"timing_ms", {{"spmma", timing(r.spmma_timing)}, {gpu ? "cublas" : "cpu_dense", timing(r.dense_timing)}}},
-                     {"cusparselt_record", r.peer.is_null() ? nlohmann::json(nullptr) : r.peer},
-                     {"provenance", provenance}});
+    for (const auto& r : rows) {
+      nlohmann::json j = cli::bench_row_json(r, device, gpu, o->fast_accum);
+      j["cusparselt_record"] = r.peer.is_null() ? nlohmann::json(nullptr) : r.peer;
+      j["provenance"] = provenance;
+      // The weight stream against the copy rate measured in this run (docs/benchmarks.md, "Cold
+      // L2 and the decode sweep").
+      const bool ran = r.spmma_ms > 0;
+      j["copy_gbps"] = opt(copy_gbps);
+      j["weight_of_copy"] = ran && copy_gbps ? nlohmann::json(r.weight_gbps / *copy_gbps) : nlohmann::json(nullptr);
+      j["dense_weight_of_copy"] = r.dense_weight_gbps && copy_gbps ? nlohmann::json(*r.dense_weight_gbps / *copy_gbps)
+                                                                   : nlohmann::json(nullptr);
+      arr.push_back(std::move(j));
+    }
     if (!o->json_out.empty()) {
       const std::string text = arr.dump(1) + "\n";
       io::write_file(o->json_out, std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
@@ -316,8 +421,9 @@ void register_bench(CLI::App& app) {
     int n_failed = 0;
     for (const auto& r : rows)
       if (!r.verified) {
-        failed += (n_failed++ ? "; " : "") + std::to_string(r.m) + "x" + std::to_string(r.n) + "x" + std::to_string(r.k) +
-                  " " + r.type + (r.note.empty() ? "" : " (" + r.note + ")");
+        failed += (n_failed++ ? "; " : "") + std::to_string(r.m) + "x" + std::to_string(r.n) + "x" +
+                  std::to_string(r.k) + " " + r.type + (r.l2 == "hot" ? "" : " " + r.l2) +
+                  (r.note.empty() ? "" : " (" + r.note + ")");
       }
     if (n_failed) {
       std::cout.flush();

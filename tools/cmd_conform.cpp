@@ -19,17 +19,50 @@
 
 namespace spmma::cli {
 
+namespace {
+
+#ifdef SPMMA_HAVE_CUDA
+// The table's rows, as the run adds them (scripts/device-conform.sh greps the "finding:" and
+// "N variants" lines that end it).
+void print_header(const conform::Report& rep) {
+  std::cout << rep.device << " (sm_" << rep.compute_capability << "), " << rep.date << "\n";
+  std::cout << std::left << std::setw(100) << "variant" << std::right << std::setw(8) << "trials" << std::setw(12)
+            << "mismatches" << std::setw(14) << "max error" << std::endl;
+}
+
+void print_row(const conform::Row& r) {
+  std::cout << std::left << std::setw(100) << r.id << std::right;
+  if (r.skipped) {
+    std::cout << "  skipped: " << r.note << std::endl;
+    return;
+  }
+  std::cout << std::setw(8) << r.trials << std::setw(12) << r.mismatches << std::setw(14) << std::setprecision(3)
+            << r.max_error << (r.mismatches ? "   " + r.note : "") << std::endl;  // flushed: a pipe sees it now
+}
+#endif
+
+}  // namespace
+
 void register_conform(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "conform", "Run every registry variant the local GPU supports on random inputs and compare D with the emulator");
+  cmd->footer(
+      "Text: each variant's row is printed as it finishes; on a terminal a progress line on stderr\n"
+      "names the variant running (-q/--quiet: none). --json: one object at the end, {\"device\",\n"
+      "\"compute_capability\", \"date\", \"findings\", \"provenance\", \"rows\": [{\"id\", \"trials\",\n"
+      "\"exact_trials\", \"mismatches\", \"max_error\", \"skipped\", \"note\", \"by_kind\"}], \"summary\":\n"
+      "{\"variants\", \"with_mismatches\", \"trials\"}}. Exit 1 when a variant has mismatches; 77 where\n"
+      "there is no GPU (with --json also {\"error\": {\"status\": \"not_supported\", \"exit_code\": 77,\n"
+      "\"message\"}} on standard output).\n");
   struct Opts {
-    bool json = false;
+    bool json = false, quiet = false;
     std::string filter, verified_out, json_out;
     int trials = 8, wgmma_trials = 2;
     unsigned long long seed = 1;
   };
   auto o = std::make_shared<Opts>();
-  cmd->add_flag("--json", o->json, "Print the report as JSON");
+  cmd->add_flag("--json", o->json, "Print the report as one JSON object (at the end) instead of the table");
+  cmd->add_flag("-q,--quiet", o->quiet, "No progress line on stderr (it is shown only where stderr is a terminal)");
   cmd->add_option("--filter", o->filter, "Only variants whose id contains this text");
   cmd->add_option("--trials", o->trials, "Trials per selector and input kind for warp-level forms (default 8)");
   cmd->add_option("--wgmma-trials", o->wgmma_trials, "Trials per selector and input kind for wgmma (default 2)");
@@ -46,8 +79,11 @@ void register_conform(CLI::App& app) {
     require_distinct({}, {{"--json-out", o->json_out}, {"--write-verified", o->verified_out}});
     std::string why;
     if (!conform::gpu_available(&why)) {
-      // 77: the exit code CTest reads as "skipped".
-      std::cerr << "spmma conform: no GPU here, nothing to run (" << why << ")\n";
+      // 77: the exit code CTest reads as "skipped". Not an error line: nothing is wrong; but a
+      // caller that asked for JSON still gets one JSON document saying why there is no report.
+      const std::string message = "no GPU here, nothing to run (" + why + ")";
+      std::cerr << "spmma conform: " << message << "\n";
+      if (o->json) std::cout << error_json("not_supported", 77, "conform: " + message).dump() << std::endl;
       throw CLI::RuntimeError(77);
     }
     conform::Options opts;
@@ -55,7 +91,19 @@ void register_conform(CLI::App& app) {
     opts.trials_per_selector = o->trials;
     opts.wgmma_trials_per_selector = o->wgmma_trials;
     opts.seed = o->seed;
+    // The suite takes minutes: the table's header as soon as the device is known, each row as its
+    // variant finishes, and (on a terminal) which variant is running.
+    ProgressLine progress("conform", o->quiet);
+    opts.on_begin = [&](const conform::Report& rep) {
+      if (!o->json) print_header(rep);
+    };
+    opts.on_start = [&](size_t i, size_t total, const std::string& id) { progress.start(i, total, id); };
+    opts.on_row = [&](const conform::Row& r) {
+      progress.clear();
+      if (!o->json) print_row(r);
+    };
     const conform::Report rep = conform::run(opts);
+    progress.clear();
     nlohmann::json j = {{"device", rep.device}, {"compute_capability", rep.compute_capability}, {"date", rep.date},
                         {"findings", rep.findings}};
     // What the report was made with (docs/conformance.md is generated from it, nothing by hand):
@@ -99,19 +147,7 @@ void register_conform(CLI::App& app) {
     }
     if (o->json) {
       std::cout << j.dump(1) << "\n";
-    } else {
-      std::cout << rep.device << " (sm_" << rep.compute_capability << "), " << rep.date << "\n";
-      std::cout << std::left << std::setw(100) << "variant" << std::right << std::setw(8) << "trials" << std::setw(12)
-                << "mismatches" << std::setw(14) << "max error" << "\n";
-      for (const auto& r : rep.rows) {
-        std::cout << std::left << std::setw(100) << r.id << std::right;
-        if (r.skipped) {
-          std::cout << "  skipped: " << r.note << "\n";
-          continue;
-        }
-        std::cout << std::setw(8) << r.trials << std::setw(12) << r.mismatches << std::setw(14) << std::setprecision(3)
-                  << r.max_error << (r.mismatches ? "   " + r.note : "") << "\n";
-      }
+    } else {  // the rows are printed; what the whole run found
       for (const auto& f : rep.findings) std::cout << "finding: " << f << "\n";
       std::cout << ran << " variants, " << trials << " trials, " << bad << " with mismatches\n";
     }

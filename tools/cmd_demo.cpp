@@ -14,7 +14,9 @@
 #include <string>
 
 #include "bench_cpu.hpp"
+#include "cli_json.hpp"
 #include "commands.hpp"
+#include "provenance.hpp"
 #include "spmma/error.hpp"
 #include "spmma/matmul.hpp"
 #include "spmma/sparse.hpp"
@@ -51,7 +53,7 @@ void register_demo(CLI::App& app) {
     std::optional<int64_t> m, n, k;
     std::optional<int> reps;
     unsigned long long seed = 1;
-    bool cpu = false;
+    bool cpu = false, json = false;
   };
   auto o = std::make_shared<Opts>();
   cmd->add_option("--type", o->type, "Type of A and B: bf16, f16, tf32, e4m3 or s8 (default bf16)");
@@ -61,6 +63,10 @@ void register_demo(CLI::App& app) {
   cmd->add_option("--reps", o->reps, "Timed runs, median reported (default 30 on the GPU after 5 warm-ups, 5 on the CPU after 1)");
   cmd->add_option("--seed", o->seed, "Seed of the random matrices");
   cmd->add_flag("--cpu", o->cpu, "Run on the CPU even where a GPU exists");
+  cmd->add_flag("--json", o->json,
+                "Print one JSON object instead of the text: the fields of a `spmma bench --json` row, and "
+                "rel_error, error_bound, checked_rows, pattern, value_bytes, metadata_bytes, dense_bytes, dense_ms, "
+                "dense_tflops, speedup, fallback_reason, provenance");
   cmd->callback([o] {
     const ElemType t = parse_elem_type_or_throw(o->type);
     if (std::find(std::begin(kDemoTypes), std::end(kDemoTypes), t) == std::end(kDemoTypes))
@@ -119,6 +125,34 @@ void register_demo(CLI::App& app) {
     const double dense_bytes = double(r.m) * r.k * memory_bits(t) / 8;
     const double dense_ms = gpu ? r.cublas_ms : r.cpu_dense_ms;
     const double dense_tflops = 2.0 * r.m * r.n * r.k / (dense_ms * 1e-3) / 1e12;
+    if (o->json) {
+      // bench's row (one schema for both commands), and what the text shows beyond it.
+      nlohmann::json j = bench_row_json(r, h.device_name(), gpu, false);
+      j["rel_error"] = r.rel_error;
+      j["error_bound"] = bound;
+      j["checked_rows"] = r.checked_rows;
+      j["pattern"] = pattern_info(pattern).name;
+      j["value_bytes"] = r.value_bytes;
+      j["metadata_bytes"] = r.metadata_bytes;
+      j["dense_bytes"] = static_cast<uint64_t>(dense_bytes);  // whole bytes: every demo type is 8 bits or wider
+      j["dense_ms"] = dense_ms;
+      j["dense_tflops"] = dense_tflops;
+      j["speedup"] = dense_ms / r.spmma_ms;  // sparse / dense speed, as the text's "0.20x"
+      j["fallback_reason"] = gpu ? nlohmann::json(nullptr) : nlohmann::json(why);
+      nlohmann::json provenance = environment();
+      provenance["device"] = h.device_name();
+      provenance["command"] = command_line();
+      provenance["date_utc"] = utc_now();
+      provenance["reps"] = bo.reps;
+      provenance["warmup"] = bo.warmup;
+      provenance["seed"] = bo.seed;
+      provenance["timer"] = gpu ? "CUDA events around each call (kernel time), median of reps after warm-up"
+                                : "host clock around each call, median of reps after warm-up";
+      j["provenance"] = provenance;
+      std::cout << j.dump(1) << "\n";
+      if (!r.verified) throw CLI::RuntimeError(1);
+      return;
+    }
     std::cout << "spmma demo on " << h.device_name() << (gpu ? ": GPU backend\n" : ": CPU backend (" + why + ")\n");
     std::cout << "  D = A·B, M x N x K = " << r.m << " x " << r.n << " x " << r.k << ", A and B " << r.type
               << " (B column-major), D " << r.d_type << "\n";

@@ -14,7 +14,8 @@
 //      "exit_code": 2, "message": "..."}} (status: spmma::Status's name, "usage" for a
 //      command-line error, "out_of_memory", "io_error" for standard output), so that a caller
 //      reading JSON gets JSON whatever happened.
-//   77 `spmma conform` without a GPU (CTest's "skipped")
+//   77 `spmma conform` without a GPU (CTest's "skipped"); with --json it prints the error object
+//      itself, status "not_supported", exit_code 77 (cli_util.hpp's error_json, as here)
 #include <ctime>
 #include <exception>
 #include <iostream>
@@ -24,6 +25,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "cli_util.hpp"
 #include "commands.hpp"
 #include "provenance.hpp"
 #include "spmma/error.hpp"
@@ -47,7 +49,7 @@ int error_line(const std::string& message, int code, const std::string& status =
   }
   while (!one.empty() && one.back() == ' ') one.pop_back();
   std::cerr << "spmma: error: " << one << "\n";
-  if (g_json) std::cout << nlohmann::json{{"error", {{"status", status}, {"exit_code", code}, {"message", one}}}}.dump() << std::endl;
+  if (g_json) std::cout << spmma::cli::error_json(status, code, one).dump() << std::endl;
   return code;
 }
 

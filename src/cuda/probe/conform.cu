@@ -476,16 +476,28 @@ Report run(const Options& o) {
   std::mt19937_64 rng(o.seed);
   int descriptor_mode = -1;  // settled by the first wgmma probe with A by descriptor
   std::map<std::string, std::pair<int, int>> twins;
+  auto selected = [&o](const probe::ProbeEntry& e) {
+    return o.filter.empty() || std::string(e.id).find(o.filter) != std::string::npos;
+  };
+  size_t total = 0, done = 0;  // for the caller's progress line: "[done + 1/total]"
+  for (int i = 0; i < probe::kProbeCount; ++i) total += selected(probe::kProbes[i]);
+  if (o.on_begin) o.on_begin(rep);
+  auto add = [&](Row r) {
+    rep.rows.push_back(std::move(r));
+    if (o.on_row) o.on_row(rep.rows.back());
+  };
   for (int i = 0; i < probe::kProbeCount; ++i) {
     const probe::ProbeEntry& e = probe::kProbes[i];
-    if (!o.filter.empty() && std::string(e.id).find(o.filter) == std::string::npos) continue;
+    if (!selected(e)) continue;
+    if (o.on_start) o.on_start(done, total, e.id);
+    ++done;
     const Variant& v = isa::variant_or_throw(e.id);
     if (!v.target.runs_on(rep.compute_capability)) {
       Row r;
       r.id = v.id;
       r.skipped = true;
       r.note = "needs " + v.target.name();
-      rep.rows.push_back(r);
+      add(std::move(r));
       continue;
     }
     if (v.wgmma() && descriptor_mode < 0) {
@@ -504,7 +516,7 @@ Report run(const Options& o) {
       }
       if (descriptor_mode < 0) descriptor_mode = 0;
     }
-    rep.rows.push_back(run_variant(v, e, o, std::max(descriptor_mode, 0), rng));
+    add(run_variant(v, e, o, std::max(descriptor_mode, 0), rng));
     compare_dense_twin(v, o, rng, twins);
   }
   add_findings(rep);
