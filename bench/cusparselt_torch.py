@@ -204,8 +204,9 @@ def main():
                 print(f"{m}x{n}x{k} {t} {r['l2']}: cuSPARSELt {r.get('cusparselt_tflops')}"
                       f"{'' if r.get('weight_gbps') is None else ' TFLOP/s, %.0f GB/s' % r['weight_gbps']}",
                       file=sys.stderr, flush=True)
-    with open(args.out, "w") as f:
-        json.dump(rows, f, indent=1)
+            # Written after every case: a run cut short (a time limit) keeps what it measured.
+            with open(args.out, "w") as f:
+                json.dump(rows, f, indent=1)
 
 
 if __name__ == "__main__":
