@@ -6,9 +6,10 @@ item 7). Needs matplotlib (not a dependency of spmma: `pip install matplotlib`);
     python3 scripts/plots.py peers  RECORDS.json OUT.svg [--config LABEL]
         spmma, cuBLAS dense and cuSPARSELt (where the record has it), TFLOP/s per shape, one
         panel per type.
-    python3 scripts/plots.py vs-n   RECORDS.json OUT.svg [--config LABEL]
-        spmma's speed-up over cuBLAS dense against N for each M x K with several N (the LLM
-        linears: N is the tokens of a batch), one line per M x K, one panel per type.
+    python3 scripts/plots.py vs-n   RECORDS.json OUT.svg [--config LABEL] [--l2 hot|cold] [--over cublas|cusparselt]
+        spmma's speed-up over cuBLAS dense (or cuSPARSELt) against N for each M x K with several N
+        (the LLM linears: N is the tokens of a batch), one line per M x K, one panel per type;
+        --l2 keeps the rows of one L2 mode (`spmma bench --l2`).
     python3 scripts/plots.py roofline RECORDS.json OUT.svg --peak TYPE=TFLOPS ... --bandwidth TB/S [--config LABEL]
         each row at its arithmetic intensity (dense-equivalent FLOP per byte of compressed A, B
         and D), under the roofs min(peak, bandwidth x intensity): the instruction peaks and the
@@ -33,12 +34,15 @@ matplotlib.rcParams["svg.fonttype"] = "none"
 COLORS = {"spmma": "#1f77b4", "cuBLAS dense": "#7f7f7f", "cuSPARSELt": "#d62728"}
 
 
-def load(path, config):
+def load(path, config, l2=""):
     rows = [r for r in json.load(open(path)) if r.get("verified") and r.get("spmma_tflops")]
     if config:
         rows = [r for r in rows if r.get("config") == config]
+    if l2:  # a record from before the L2 modes is a hot one
+        rows = [r for r in rows if r.get("l2", "hot") == l2]
     if not rows:
-        raise SystemExit(f"{path}: no verified record" + (f" of config {config!r}" if config else ""))
+        raise SystemExit(f"{path}: no verified record" + (f" of config {config!r}" if config else "") +
+                         (f" with l2 {l2!r}" if l2 else ""))
     return rows
 
 
@@ -95,12 +99,14 @@ def peers(path, out, config):
     fig.savefig(out)
 
 
-def vs_n(path, out, config):
-    rows = load(path, config)
+def vs_n(path, out, config, l2="", over="cublas"):
+    rows = load(path, config, l2)
+    peer_key, peer_name = {"cublas": ("cublas_tflops", "cuBLAS dense"),
+                           "cusparselt": ("cusparselt_tflops", "cuSPARSELt")}[over]
     # Per type, per M x K, (N, speed-up) points; a type is drawn where some M x K has 3 N or more.
     panels = collections.OrderedDict()
     for t, rs in by_type(rows).items():
-        sp, de = mean_by_shape(rs, "spmma_tflops"), mean_by_shape(rs, "cublas_tflops")
+        sp, de = mean_by_shape(rs, "spmma_tflops"), mean_by_shape(rs, peer_key)
         lines = collections.defaultdict(list)
         for (m, n, k), v in sp.items():
             if (m, n, k) in de:
@@ -122,8 +128,9 @@ def vs_n(path, out, config):
         ax.set_title(t, fontsize=10)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    axes[0][0].set_ylabel("spmma / cuBLAS dense")
-    fig.suptitle("Speed-up over dense against N, LLM linear shapes", fontsize=11)
+    axes[0][0].set_ylabel(f"spmma / {peer_name}")
+    what = "dense" if over == "cublas" else "cuSPARSELt"
+    fig.suptitle(f"Speed-up over {what} against N, LLM linear shapes" + (f", {l2} L2" if l2 else ""), fontsize=11)
     fig.text(0.01, 0.005, caption(path, rows), fontsize=7, color="#555555")
     fig.tight_layout(rect=(0, 0.03, 1, 0.95))
     fig.savefig(out)
@@ -175,6 +182,8 @@ def main():
     ap.add_argument("records")
     ap.add_argument("out")
     ap.add_argument("--config", default="")
+    ap.add_argument("--l2", choices=["hot", "cold"], default="", help="keep the rows of one L2 mode (bench --l2)")
+    ap.add_argument("--over", choices=["cublas", "cusparselt"], default="cublas", help="vs-n: the speed-up over whom")
     ap.add_argument("--peak", action="append", default=[], metavar="TYPE=TFLOPS")
     ap.add_argument("--bandwidth", type=float, default=0.0, metavar="TB/S")
     ap.add_argument("--source", default="", help="where the peaks and the bandwidth were measured (caption)")
@@ -182,7 +191,7 @@ def main():
     if a.kind == "peers":
         peers(a.records, a.out, a.config)
     elif a.kind == "vs-n":
-        vs_n(a.records, a.out, a.config)
+        vs_n(a.records, a.out, a.config, a.l2, a.over)
     else:
         if not a.peak or a.bandwidth <= 0 or not a.source:
             raise SystemExit("roofline: give --peak TYPE=TFLOPS (one per type), --bandwidth TB/S and --source")

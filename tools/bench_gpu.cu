@@ -299,7 +299,7 @@ CopyRate measure_copy_rate() {
     cudaEventDestroy(e1);
     cudaStreamDestroy(s);
     c.ms = timing_of(t);
-    c.gbps = static_cast<double>(c.bytes) / (c.ms.median * 1e-3) / 1e9;  // bytes read (= bytes written) per second
+    c.gbps = 2.0 * static_cast<double>(c.bytes) / (c.ms.median * 1e-3) / 1e9;  // read + written (CopyRate)
   } catch (const Error& e) {
     c = CopyRate{};
     c.why = std::string("not measured: ") + e.what();

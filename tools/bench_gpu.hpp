@@ -70,10 +70,12 @@ enum class L2Mode { hot, cold };
 inline const char* l2_name(L2Mode m) { return m == L2Mode::hot ? "hot" : "cold"; }
 
 // The device-to-device copy rate (cudaMemcpyAsync of `bytes`, much larger than the L2), the
-// ceiling the weight-stream GB/s are compared with. Convention: bytes READ per second (a copy of
-// `bytes` reads `bytes` and writes `bytes`; gbps counts them once, so it is the rate at which a
-// copy streams its source, comparable with a weight stream, which only reads; the HBM moves twice
-// that). gbps = 0 and `why` set where it could not be measured.
+// ceiling the weight-stream GB/s are compared with. Convention: the HBM traffic, bytes read plus
+// bytes written per second (a copy of `bytes` moves 2 x `bytes`), the rate the memory sustains
+// when it is kept busy: a weight stream, which only reads, can at best reach about that. Counting
+// the copy's reads alone (half of it) would let a read-only stream show 1.5-1.7x "the copy rate"
+// (H100, 2026-11-23: 1491 GB/s read, weight streams up to 2528 GB/s), which is no ceiling.
+// gbps = 0 and `why` set where it could not be measured.
 struct CopyRate {
   double gbps = 0;
   uint64_t bytes = 0;

@@ -260,7 +260,7 @@ void register_bench(CLI::App& app) {
     };
     std::string device = "CPU";
     // The device-to-device copy rate of this run, the ceiling the weight-stream GB/s are read
-    // against (GPU only; bench::CopyRate states the convention: bytes read per second).
+    // against (GPU only; bench::CopyRate states the convention: bytes read + written per second).
     bench::CopyRate copy;
     uint64_t l2_bytes = 0;
 #ifdef SPMMA_HAVE_CUDA
@@ -296,8 +296,7 @@ void register_bench(CLI::App& app) {
         if (copy_gbps)
           c << "copy rate " << *copy_gbps << " GB/s: device-to-device cudaMemcpyAsync of " << (copy.bytes >> 20)
             << " MiB, median of " << copy.reps
-            << ", counted as bytes read per second (the copy writes as many: " << 2 * *copy_gbps
-            << " GB/s of HBM traffic)";
+            << ", counted as HBM traffic (bytes read + written per second)";
         else
           c << "copy rate " << copy.why;
         c << "; L2 " << static_cast<double>(l2_bytes) / (1 << 20) << " MiB\n";
@@ -390,8 +389,8 @@ void register_bench(CLI::App& app) {
           {"reps", copy.reps},
           {"timing_ms", {{"min", copy.ms.min}, {"median", copy.ms.median}, {"p90", copy.ms.p90}}},
           {"convention",
-           "device-to-device cudaMemcpyAsync; bytes read per second (1e9 B/s): the "
-           "copy also writes as many, so its HBM traffic is twice this"},
+           "device-to-device cudaMemcpyAsync; HBM traffic, bytes read + written per second (1e9 B/s): "
+           "the ceiling of a weight stream, which only reads"},
           {"note", copy.why}};
     }
 #ifdef SPMMA_HAVE_CUDA
