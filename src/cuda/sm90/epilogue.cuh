@@ -6,8 +6,10 @@
 //   plain f32/s32 D, row-major: the same, straight from registers;
 //   any other   through the warp's 16 x 16 scratch block (12 KB beside the stages), one block
 //               at a time: 16-byte stores of runs of 8 along D's contiguous dimension, for
-//               either layout and any epilogue (store_block); the edge blocks of D (and D
-//               misaligned for those stores) element by element.
+//               either layout: the plain epilogue inline (epilogue()), the general one in
+//               store_block (read_run reads a run for both); the edge blocks of D (and D
+//               misaligned for those stores) element by element; the Lean kernels' general
+//               blocks element by element, inline.
 #pragma once
 #include <cstdint>
 
@@ -33,37 +35,47 @@ __device__ __forceinline__ void store_elements(const gemm::Params& p, const uint
   }
 }
 
-// One 16 x 16 block of D (rows row0 .., columns n0 ..) from the warp's scratch, for every case
-// but the plain epilogue on row-major D: as 32 runs of 8 elements along D's contiguous dimension,
-// two per lane (16 rows of 8 + 8 columns for row-major D, 16 columns of 8 + 8 rows for
-// column-major), one 16-byte store (two for a 4-byte D) per run, every 32-byte sector written
-// whole; element by element where the block crosses D's edge or D is misaligned for those stores.
-// Element by element everywhere, the general epilogue (scales + bias, e4m3 D) took 1.78 ms where
-// the plain one took 1.03 ms at bf16 8192³ on the H100 (docs/benchmarks.md). Not inlined: one
-// copy per kernel rather than BlockN/16 unrolled copies of the general epilogue, GELU included.
+// Run lane/2 of the warp's 16 x 16 scratch block, half lane%2: 8 elements along D's contiguous
+// dimension (8 columns of row lane/2 for row-major D, 8 rows of column lane/2 for column-major),
+// into v. Returns where the run starts in the block. One definition for both ways a block leaves
+// by runs (the plain epilogue inline, the general one in store_block).
+struct RunStart {
+  int row, col;
+};
+__device__ __forceinline__ RunStart read_run(const uint32_t* scratch, bool col_major, uint32_t (&v)[8]) {
+  constexpr int kLd = kEpilogueLd;
+  const int lane = threadIdx.x % 32, r = lane / 2, half = lane % 2;
+  if (col_major) {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) v[i] = scratch[(8 * half + i) * kLd + r];
+    return {8 * half, r};
+  }
+  const uint4* in = reinterpret_cast<const uint4*>(scratch + r * kLd + 8 * half);
+  *reinterpret_cast<uint4*>(v) = in[0], *reinterpret_cast<uint4*>(v + 4) = in[1];
+  return {r, 8 * half};
+}
+
+// Whether a block starting at (row0, n0) has whole runs of 8 along D's contiguous dimension.
+__device__ __forceinline__ bool whole_runs(const gemm::Params& p, int row0, int n0) {
+  return p.cd_col_major ? row0 + kEpilogueChunk <= p.m : n0 + kEpilogueChunk <= p.n;
+}
+
+// One 16 x 16 block of D (rows row0 .., columns n0 ..) from the warp's scratch, for the general
+// epilogue (alpha, beta·C, bias, scale vectors, activations, any D type) on either layout: as 32
+// runs of 8 elements along D's contiguous dimension, two per lane, one 16-byte store (two for a
+// 4-byte D) per run, every 32-byte sector written whole; element by element where the block
+// crosses D's edge or D is misaligned for those stores (the plain epilogue's edge blocks come
+// here too, and take that element-by-element way). Element by element everywhere, the general
+// epilogue (scales + bias, e4m3 D) took 1.78 ms where the plain one took 1.03 ms at bf16 8192³ on
+// the H100 (docs/benchmarks.md). Not inlined: one copy per kernel rather than BlockN/16 unrolled
+// copies of the general epilogue, GELU included.
 template <class Acc>
 __device__ __noinline__ void store_block(const gemm::Params& p, const uint32_t* scratch, int batch, int row0, int n0) {
-  constexpr int kChunk = kEpilogueChunk, kLd = kEpilogueLd;
-  const int lane = threadIdx.x % 32;
-  if (gemm::vector_runs_ok(p, 8) && (p.cd_col_major ? row0 + kChunk <= p.m : n0 + kChunk <= p.n)) {
-    const int r = lane / 2, half = lane % 2;  // the run: row r (column r) of the block, its half
-    const int row = p.cd_col_major ? row0 + 8 * half : row0 + r, col = p.cd_col_major ? n0 + r : n0 + 8 * half;
-    if (row >= p.m || col >= p.n) return;
+  if (!p.plain && gemm::vector_runs_ok(p, 8) && whole_runs(p, row0, n0)) {
     alignas(16) uint32_t v[8];
-    if (p.cd_col_major) {
-#pragma unroll
-      for (int i = 0; i < 8; ++i) v[i] = scratch[(8 * half + i) * kLd + r];
-    } else {
-      const uint4* in = reinterpret_cast<const uint4*>(scratch + r * kLd + 8 * half);
-      *reinterpret_cast<uint4*>(v) = in[0], *reinterpret_cast<uint4*>(v + 4) = in[1];
-    }
-    if (p.plain) {
-      const int64_t idx = batch * p.batch_d + (p.cd_col_major ? static_cast<int64_t>(col) * p.ldd + row
-                                                              : static_cast<int64_t>(row) * p.ldd + col);
-      gemm::store_plain<8, Acc>(p, idx, v);
-    } else {
-      gemm::store_general<8, Acc>(p, batch, row, col, v);
-    }
+    const RunStart s = read_run(scratch, p.cd_col_major, v);
+    const int row = row0 + s.row, col = n0 + s.col;
+    if (row < p.m && col < p.n) gemm::store_general<8, Acc>(p, batch, row, col, v);
     return;
   }
   store_elements<Acc>(p, scratch, batch, row0, n0);
@@ -140,19 +152,12 @@ __device__ __forceinline__ void epilogue(const Acc (&acc)[BlockN / 2], uint32_t*
     __syncwarp();
     const int n0 = w.n0 + kChunk * k;
     if (n0 >= p.n) break;
-    if (plain8 && (cm ? row0 + kChunk <= p.m : n0 + kChunk <= p.n)) {
-      const int r = lane / 2, half = lane % 2;  // the run: row r (column r) of the block, its half
-      if (cm ? n0 + r < p.n : row0 + r < p.m) {
-        alignas(16) uint32_t v[8];
-        if (cm) {
-#pragma unroll
-          for (int i = 0; i < 8; ++i) v[i] = scratch[(8 * half + i) * kLd + r];
-        } else {
-          const uint4* in = reinterpret_cast<const uint4*>(scratch + r * kLd + 8 * half);
-          *reinterpret_cast<uint4*>(v) = in[0], *reinterpret_cast<uint4*>(v + 4) = in[1];
-        }
-        const int64_t idx = cm ? static_cast<int64_t>(n0 + r) * p.ldd + row0 + 8 * half
-                               : static_cast<int64_t>(row0 + r) * p.ldd + n0 + 8 * half;
+    if (plain8 && whole_runs(p, row0, n0)) {
+      alignas(16) uint32_t v[8];
+      const RunStart s = read_run(scratch, cm, v);
+      const int row = row0 + s.row, col = n0 + s.col;
+      if (row < p.m && col < p.n) {
+        const int64_t idx = cm ? static_cast<int64_t>(col) * p.ldd + row : static_cast<int64_t>(row) * p.ldd + col;
         gemm::store_plain<8, Acc>(p, w.batch * p.batch_d + idx, v);
       }
       continue;
