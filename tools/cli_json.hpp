@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_gpu.hpp"
+#include "provenance.hpp"
 #include "spmma/isa.hpp"
 #include "spmma/matrix.hpp"
 
@@ -67,6 +68,21 @@ inline nlohmann::json bench_row_json(const bench::Row& r, const std::string& dev
           {"weight_gbps", r.spmma_ms > 0 ? nlohmann::json(r.weight_gbps) : nlohmann::json(nullptr)},
           {"dense_weight_bytes", r.dense_weight_bytes},
           {"dense_weight_gbps", opt(r.dense_weight_gbps)}};
+}
+
+// The provenance of a timed record (bench's rows, demo's one): the environment, the device, the
+// command line, the UTC date, repetitions, warm-up, seed and what the timer measured.
+inline nlohmann::json timed_provenance(const std::string& device, const bench::Options& bo, bool gpu) {
+  nlohmann::json p = environment();
+  p["device"] = device;
+  p["command"] = command_line();
+  p["date_utc"] = utc_now();
+  p["reps"] = bo.reps;
+  p["warmup"] = bo.warmup;
+  p["seed"] = bo.seed;
+  p["timer"] = gpu ? "CUDA events around each call (kernel time), median of reps after warm-up"
+                   : "host clock around each call, median of reps after warm-up";
+  return p;
 }
 
 }  // namespace spmma::cli

@@ -371,15 +371,7 @@ void register_bench(CLI::App& app) {
     }
     progress.clear();
     // Every record carries what it was measured with (docs/benchmarks.md reproduces from it).
-    nlohmann::json provenance = environment();
-    provenance["device"] = device;
-    provenance["command"] = command_line();
-    provenance["date_utc"] = utc_now();
-    provenance["reps"] = bo.reps;
-    provenance["warmup"] = bo.warmup;
-    provenance["seed"] = bo.seed;
-    provenance["timer"] = gpu ? "CUDA events around each call (kernel time), median of reps after warm-up"
-                              : "host clock around each call, median of reps after warm-up";
+    nlohmann::json provenance = cli::timed_provenance(device, bo, gpu);
     provenance["l2"] = l2;
     if (gpu) {
       provenance["l2_bytes"] = l2_bytes;

@@ -139,16 +139,7 @@ void register_demo(CLI::App& app) {
       j["dense_tflops"] = dense_tflops;
       j["speedup"] = dense_ms / r.spmma_ms;  // sparse / dense speed, as the text's "0.20x"
       j["fallback_reason"] = gpu ? nlohmann::json(nullptr) : nlohmann::json(why);
-      nlohmann::json provenance = environment();
-      provenance["device"] = h.device_name();
-      provenance["command"] = command_line();
-      provenance["date_utc"] = utc_now();
-      provenance["reps"] = bo.reps;
-      provenance["warmup"] = bo.warmup;
-      provenance["seed"] = bo.seed;
-      provenance["timer"] = gpu ? "CUDA events around each call (kernel time), median of reps after warm-up"
-                                : "host clock around each call, median of reps after warm-up";
-      j["provenance"] = provenance;
+      j["provenance"] = timed_provenance(h.device_name(), bo, gpu);
       std::cout << j.dump(1) << "\n";
       if (!r.verified) throw CLI::RuntimeError(1);
       return;

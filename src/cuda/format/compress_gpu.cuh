@@ -91,14 +91,24 @@ SPMMA_HD inline int64_t compress_threads(const CompressParams& p) {
 // The work of thread `tid`: its metadata word and the stored values of the 8 chunks the word
 // describes. Returns the lowest row * chunks + chunk of those chunks that breaks the pattern (check
 // mode), else kNoViolation.
-SPMMA_HD inline unsigned long long compress_word(const CompressParams& p, int64_t tid) {
+// Thread tid's fragment-ready word: tid enumerates (16-row block wb, k-step ks, metadata lane
+// lane_p), and the word lives at the layout's index widx (the GPU compressor and the relayout
+// kernel walk the words the same way).
+struct WordPlace {
+  int64_t wb, ks, widx;
+  int lane_p;
+};
+SPMMA_HD inline WordPlace word_place(const CompressParams& p, int64_t tid) {
   const int P = 8 * p.lanes;
-  // tid enumerates (16-row block, k-step, metadata lane); the word lives at the layout's index.
   const int64_t steps = p.groups * p.meta_group;
   const int64_t wb = tid / (steps * P), rem = tid % (steps * P);
   const int64_t ks = rem / P;
   const int lane_p = static_cast<int>(rem % P);
-  const int64_t widx = ((wb * p.groups + ks / p.meta_group) * P + lane_p) * p.meta_group + ks % p.meta_group;
+  return {wb, ks, ((wb * p.groups + ks / p.meta_group) * P + lane_p) * p.meta_group + ks % p.meta_group, lane_p};
+}
+
+SPMMA_HD inline unsigned long long compress_word(const CompressParams& p, int64_t tid) {
+  const auto [wb, ks, widx, lane_p] = word_place(p, tid);
   if (ks >= p.k / p.k_inst) {
     p.meta[widx] = kPadWord;
     return kNoViolation;

@@ -51,12 +51,7 @@ SPMMA_HD inline bool nibble_ok(detail::ChunkShape s, uint32_t nib, bool ordered)
 // its chunks (row * chunks + chunk), else kNoViolation.
 SPMMA_HD inline unsigned long long relayout_word(const RelayoutParams& rp, int64_t tid) {
   const CompressParams& p = rp.shape;
-  const int P = 8 * p.lanes;
-  const int64_t steps = p.groups * p.meta_group;
-  const int64_t wb = tid / (steps * P), rem = tid % (steps * P);
-  const int64_t ks = rem / P;
-  const int lane_p = static_cast<int>(rem % P);
-  const int64_t widx = ((wb * p.groups + ks / p.meta_group) * P + lane_p) * p.meta_group + ks % p.meta_group;
+  const auto [wb, ks, widx, lane_p] = word_place(p, tid);
   if (ks >= p.k / p.k_inst) {
     if (rp.dir == Relayout::to_device) p.meta[widx] = kPadWord;
     return kNoViolation;
