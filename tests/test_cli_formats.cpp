@@ -1018,6 +1018,70 @@ TEST_F(CliCheckpoint, TensorsSelectsByName) {
   EXPECT_FALSE(fs::exists(path("x.safetensors")));
 }
 
+// decompress --json of a compressed checkpoint: one JSON document, a record per tensor of the
+// output in its order (restored from which record, or copied), checked against the files.
+TEST_F(CliCheckpoint, DecompressJsonReportsEveryTensor) {
+  const SafeTensors model = make_checkpoint();
+  const std::string m = path("model.safetensors"), p = path("p.safetensors"), c = path("c.safetensors"),
+                    d = path("d.safetensors");
+  write_safetensors(m, model);
+  ASSERT_EQ(run("prune " + quote(m) + " " + quote(p)).code, 0);
+  for (const bool unordered : {false, true}) {
+    SCOPED_TRACE(unordered ? "compress --unordered" : "compress");
+    ASSERT_EQ(run("compress " + quote(p) + " " + quote(c) + (unordered ? " --unordered" : "")).code, 0);
+    const CliResult r = run("decompress " + quote(c) + " " + quote(d) + " --json");
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    const json j = json::parse(r.out, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << "not one JSON document: " << r.out;
+    EXPECT_EQ(slurp(d), slurp(p));  // the JSON changes nothing of what is written
+
+    EXPECT_EQ(j["file"], c);
+    EXPECT_EQ(j["output"], d);
+    EXPECT_EQ(j["format"], "spmma.compressed-checkpoint");
+    EXPECT_EQ(j["format_version"], "1");
+    const SafeTensors comp = read_safetensors(c), dense = read_safetensors(d);
+    uint64_t before = 0, after = 0;
+    for (const SafeTensor& t : comp.tensors) before += t.data.size();
+    for (const SafeTensor& t : dense.tensors) after += t.data.size();
+    EXPECT_EQ(j["summary"], (json{{"restored", 5}, {"copied", 3}, {"bytes_before", before}, {"bytes_after", after}}))
+        << r.out;
+    ASSERT_EQ(j["tensors"].size(), dense.tensors.size()) << r.out;
+    for (size_t i = 0; i < dense.tensors.size(); ++i) {
+      const SafeTensor& t = dense.tensors[i];
+      const json& e = j["tensors"][i];
+      SCOPED_TRACE(t.name);
+      EXPECT_EQ(e["name"], t.name);
+      EXPECT_EQ(e["dtype"], t.dtype);
+      EXPECT_EQ(e["shape"], json(t.shape));
+      EXPECT_EQ(e["bytes"], t.data.size());
+      const CkptKind* k = kind_of(t);
+      if (!k) {
+        EXPECT_EQ(e["status"], "copied");
+        EXPECT_FALSE(e.contains("restored_from"));
+        continue;
+      }
+      EXPECT_EQ(e["status"], "restored");
+      EXPECT_EQ(e["restored_from"], (json{{"type", type_name(k->t)},
+                                          {"pattern", k->pattern},
+                                          {"ordered", !unordered},
+                                          {"values", t.name + ".values"},
+                                          {"metadata", t.name + ".metadata"}}));
+      EXPECT_EQ(comp.metadata.at("spmma.compressed." + t.name + ".type"), type_name(k->t));
+    }
+    EXPECT_EQ(r.out.find("decompressed "), std::string::npos) << "text in the JSON output: " << r.out;
+  }
+
+  // An error with --json: one JSON document with the status, and no output file.
+  const std::string out = path("out.safetensors");
+  const CliResult r = run("decompress " + quote(p) + " " + quote(out) + " --json");
+  EXPECT_EQ(r.code, 2);
+  const json e = json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(e.is_discarded()) << r.out;
+  EXPECT_EQ(e["error"]["status"], "io_error") << r.out;
+  EXPECT_NE(e["error"]["message"].get<std::string>().find("not an spmma compressed checkpoint"), std::string::npos);
+  EXPECT_FALSE(fs::exists(out));
+}
+
 // A -0 is a zero: prune writes +0 for every zero (so the round trip is exact); compress reports
 // the -0s the format cannot keep. NaN is the largest magnitude and keeps its payload.
 TEST_F(CliCheckpoint, SignedZerosAndNaN) {

@@ -567,7 +567,7 @@ void run_compress_checkpoint(const CheckpointOpts& o) {
 
 // ------------------------------------------------------------------ decompress
 
-void run_decompress_checkpoint(const std::string& in, const std::string& out, bool unordered) {
+void run_decompress_checkpoint(const std::string& in, const std::string& out, bool unordered, bool as_json) {
   require_distinct({{"IN", in}}, {{"OUT", out}});
   SafeTensors f = read_safetensors(in);
   if (!is_compressed_checkpoint(f)) {
@@ -610,6 +610,9 @@ void run_decompress_checkpoint(const std::string& in, const std::string& out, bo
     records[rest.substr(0, dot)][field] = value;
   }
 
+  uint64_t before = 0;  // the tensor data read (counted here: the records' tensors are moved out below)
+  for (const SafeTensor& t : f.tensors) before += t.data.size();
+
   // Each record's two tensors, checked as the compressed-matrix container is, and decompressed.
   std::map<std::string, size_t> index;
   for (size_t k = 0; k < f.tensors.size(); ++k) index[f.tensors[k].name] = k;
@@ -646,16 +649,30 @@ void run_decompress_checkpoint(const std::string& in, const std::string& out, bo
     restored[name + ".values"] = {name, dt->dtype, {c.rows, c.cols}, to_bytes(dense)};
   }
   // In the file's order, each dense tensor where its values were.
-  std::vector<std::string> lines;
+  json tensors = json::array();
+  uint64_t after = 0;
   for (SafeTensor& t : f.tensors) {
     if (const auto it = restored.find(t.name); it != restored.end()) {
       SafeTensor& r = it->second;
       const auto& fields = records[r.name];
-      lines.push_back(r.name + "  " + shape_of(r.shape) + " " + r.dtype + ": restored from " + fields.at("type") + " " +
-                      fields.at("pattern"));
+      json j = tensor_json(r);
+      j["status"] = "restored";
+      // What the record said; "ordered" as the file has it (--unordered only widens what is read).
+      j["restored_from"] = {{"type", fields.at("type")},
+                            {"pattern", fields.at("pattern")},
+                            {"ordered", fields.at("ordered") == "true"},
+                            {"values", r.name + ".values"},
+                            {"metadata", r.name + ".metadata"}};
+      j["bytes"] = r.data.size();
+      after += r.data.size();
+      tensors.push_back(j);
       result.tensors.push_back(std::move(r));
     } else if (!consumed.contains(t.name)) {
-      lines.push_back(t.name + "  " + shape_of(t.shape) + " " + t.dtype + ": copied");
+      json j = tensor_json(t);
+      j["status"] = "copied";
+      j["bytes"] = t.data.size();
+      after += t.data.size();
+      tensors.push_back(j);
       result.tensors.push_back(std::move(t));
     }
   }
@@ -665,9 +682,31 @@ void run_decompress_checkpoint(const std::string& in, const std::string& out, bo
       fail(Status::io_error, in + ": decompressing would write two tensors named \"" + io::printable(t.name) +
                                  "\" (a restored tensor and one the file holds)");
   write_safetensors(out, result);
-  std::cout << "decompressed " << in << " -> " << out << ": " << plural(static_cast<int64_t>(records.size()), "tensor")
-            << " restored, " << result.tensors.size() - records.size() << " copied\n";
-  for (const std::string& l : lines) std::cout << "  " << l << "\n";
+  const int64_t n_restored = static_cast<int64_t>(records.size()),
+                n_copied = static_cast<int64_t>(result.tensors.size()) - n_restored;
+  if (as_json) {
+    const json j = {
+        {"file", in},
+        {"output", out},
+        {"format", kFormat},
+        {"format_version", kFormatVersion},
+        {"summary", {{"restored", n_restored}, {"copied", n_copied}, {"bytes_before", before}, {"bytes_after", after}}},
+        {"tensors", tensors}};
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  std::cout << "decompressed " << in << " -> " << out << ": " << plural(n_restored, "tensor") << " restored, "
+            << n_copied << " copied\n";
+  for (const json& j : tensors) {
+    print_tensor_head(j);
+    if (j["status"] == "copied") {
+      std::cout << "copied\n";
+      continue;
+    }
+    const json& from = j["restored_from"];
+    std::cout << "restored from " << from["type"].get<std::string>() << " " << from["pattern"].get<std::string>()
+              << "\n";
+  }
 }
 
 }  // namespace spmma::cli

@@ -40,8 +40,10 @@ void run_prune_checkpoint(const CheckpointOpts& o);
 // (pattern_violation naming tensor, row and chunk; nothing is written).
 void run_compress_checkpoint(const CheckpointOpts& o);
 
-// The inverse of run_compress_checkpoint: the dense tensors in their dtype and place.
-void run_decompress_checkpoint(const std::string& in, const std::string& out, bool unordered);
+// The inverse of run_compress_checkpoint: the dense tensors in their dtype and place. Prints a
+// per-tensor report (restored from which type and pattern, or copied); as_json: one JSON object
+// {"file", "output", "format", "format_version", "summary", "tensors"} instead.
+void run_decompress_checkpoint(const std::string& in, const std::string& out, bool unordered, bool as_json = false);
 
 // Whether a safetensors file is a compressed checkpoint (its __metadata__ has "spmma.format").
 bool is_compressed_checkpoint(const SafeTensors& f);

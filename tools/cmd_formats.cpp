@@ -427,12 +427,7 @@ void run_decompress(const DecompressOpts& o) {
       fail(Status::invalid_argument,
            "decompress: a compressed checkpoint records each tensor's type, shape and dtype: "
            "drop --type, --cols and --bits");
-    // Refused before any work rather than answered in text: a caller that asked for JSON must
-    // not get the text report. tools/checkpoint.cpp's report has no JSON form yet.
-    if (o.json)
-      fail(Status::not_supported, "decompress: --json is not available for a compressed checkpoint (" + in + " -> " +
-                                      out + ") yet; drop --json for the text report");
-    run_decompress_checkpoint(in, out, o.unordered);
+    run_decompress_checkpoint(in, out, o.unordered, o.json);
     return;
   }
   require_distinct({{"IN.safetensors", in}, {"--values", o.values}, {"--meta", o.meta}}, {{"OUT.npy", out}});
@@ -645,8 +640,9 @@ void register_formats(CLI::App& app) {
     sub->add_flag("--unordered", o->unordered, "accept unordered metadata nibbles (default: ordered only)");
     sub->add_flag("--bits", o->bits, "write OUT.npy as bit patterns (uint8 / uint16 / uint32) instead of values");
     sub->add_flag("--json", o->json,
-                  "OUT.npy: print what was written as JSON: input, output, rows, cols, type, pattern, "
-                  "ordered_metadata, dtype, bits, nonzeros (not yet for a compressed checkpoint)");
+                  "print what was written as JSON: for OUT.npy input, output, rows, cols, type, pattern, "
+                  "ordered_metadata, dtype, bits, nonzeros; for a checkpoint file, output, format, "
+                  "format_version, summary and a record per tensor (restored or copied)");
     sub->callback([o] { run_decompress(*o); });
   }
 }

@@ -32,7 +32,8 @@ from torch import Tensor, nn
 
 from . import (_OUT_NAMES, SparseWeight, _input_type, _out_type, _prepare, _spmma, compress, matmul)
 
-__all__ = ["SparseLinear", "sparsify_", "sparse_linear", "to_semi_structured", "dense_weight"]
+__all__ = ["SparseLinear", "sparsify_", "sparse_linear", "to_semi_structured", "dense_weight", "load_compressed_",
+           "save_compressed"]
 
 _log = logging.getLogger(__name__)
 
@@ -439,6 +440,50 @@ class SparseLinear(nn.Module):
         return cls.from_weight(linear.weight, linear.bias, prune=prune, dtype=dtype, activation=activation,
                                out_dtype=out_dtype)
 
+    @classmethod
+    def from_interchange(cls, values, metadata, weight_type, shape, bias: Optional[Tensor] = None, *,
+                         activation: Optional[str] = None,
+                         out_dtype: Optional[torch.dtype] = None) -> "SparseLinear":
+        """A layer from a weight in the interchange form (docs/layouts.md; what ``interchange()``,
+        a state_dict and ``spmma compress`` of a checkpoint hold): ``values`` (out_features rows of
+        in_features/2 elements) and ``metadata`` (out_features rows of 16-bit words), tensors of
+        any dtype and shape holding exactly those bytes, on the device the layer is to live on
+        (numpy arrays: the CPU). weight_type: spmma's type name ("bf16", "f16", "tf32", "e4m3",
+        "e5m2", "s8", "u8") or the torch dtype; shape: (out_features, in_features). The bytes are
+        converted into the device's layout there, every nibble checked (ValueError naming the row
+        and chunk); no dense weight is made. bias: as from_weight (moved to the values' device)."""
+        what = "SparseLinear.from_interchange"
+        if isinstance(weight_type, torch.dtype):
+            weight_type = _input_type(weight_type, f"{what}: weight_type")
+        if weight_type not in _OUT_NAMES or weight_type in ("s32", "f32"):
+            raise ValueError(f"{what}: weight_type {weight_type!r} is not an spmma weight type (f16, bf16, tf32, "
+                             "e4m3, e5m2, s8, u8)")
+        m, k = (int(v) for v in shape)
+        _, vb, mb, _ = _layout(weight_type, m, k, torch.device("cpu"))  # the interchange form's sizes
+        raw = []
+        for a, name, size in ((values, "values", vb), (metadata, "metadata", mb)):
+            if not isinstance(a, Tensor):
+                import numpy as np  # noqa: PLC0415 (numpy arrays: ml_dtypes' bfloat16 has no torch.from_numpy)
+                a = torch.from_numpy(np.ascontiguousarray(a).reshape(-1).view(np.uint8))
+            a = a.detach().contiguous().reshape(-1).view(torch.uint8)
+            if a.numel() != size:
+                raise ValueError(f"{what}: {name} holds {a.numel()} bytes, a {m} x {k} {weight_type} weight's "
+                                 f"interchange {name} are {size} bytes ({m} x {size // max(m, 1)})")
+            raw.append(a)
+        if raw[0].device != raw[1].device:
+            raise ValueError(f"{what}: values are on {raw[0].device}, metadata on {raw[1].device}")
+        v, md = _from_interchange(raw[0], raw[1], weight_type, k, m)
+        b = None
+        if bias is not None:
+            b = torch.as_tensor(bias).detach().to(device=v.device, dtype=_bias_dtype(_dtype_of(weight_type))).clone()
+            if b.numel() != m:
+                raise ValueError(f"{what}: bias has {b.numel()} values, the weight has out_features = {m}")
+            b = b.reshape(m)
+        layer = cls.__new__(cls)
+        nn.Module.__init__(layer)
+        layer._init(v, md, weight_type, k, m, b, activation, out_dtype)
+        return layer
+
     def forward(self, x: Tensor) -> Tensor:
         # Eager inference (a plain tensor, nothing to differentiate, not tracing) calls the op's
         # implementation directly, through the per-signature calls of _eager: torch.library's
@@ -706,3 +751,313 @@ def to_semi_structured(layer: SparseLinear, backend: Optional[str] = None):
     return torch.sparse.SparseSemiStructuredTensorCUTLASS(
         torch.Size((m, layer.in_features)), packed=packed.clone(), meta=reordered, packed_t=None, meta_t=None,
         compressed_swizzled_bitmask=None)
+
+
+# ---------------------------------------------------------------- compressed checkpoints
+#
+# `spmma compress MODEL.safetensors C.safetensors` replaces each sparse weight NAME by NAME.values
+# and NAME.metadata (the interchange form) and records it in __metadata__ (docs/files.md,
+# "Checkpoints"). load_compressed_ builds SparseLinear layers from those bytes directly, on the
+# layer's device, and save_compressed writes the same file from a model's SparseLinear layers.
+
+_CKPT_FORMAT_KEY, _CKPT_FORMAT = "spmma.format", "spmma.compressed-checkpoint"
+_CKPT_VERSION_KEY, _CKPT_VERSION = "spmma.format_version", "1"
+_CKPT_RECORD = "spmma.compressed."
+_CKPT_FIELDS = ("type", "pattern", "rows", "cols", "ordered")
+# A record's type -> (the values' safetensors dtype, spmma's type for the product, the pattern).
+# f32 weights are multiplied as tf32 (the tensor cores read f32 so), whose pattern is f32's 1:2;
+# the file keeps all 32 bits, and so does the layer.
+_CKPT_TYPES = {"f16": ("F16", "f16", "2:4"), "bf16": ("BF16", "bf16", "2:4"), "f32": ("F32", "tf32", "1:2"),
+               "e4m3": ("F8_E4M3", "e4m3", "2:4"), "e5m2": ("F8_E5M2", "e5m2", "2:4"), "s8": ("I8", "s8", "2:4"),
+               "u8": ("U8", "u8", "2:4")}
+_ST_DTYPES = {name: getattr(torch, attr) for name, attr in (
+    ("F16", "float16"), ("BF16", "bfloat16"), ("F32", "float32"), ("F64", "float64"), ("F8_E4M3", "float8_e4m3fn"),
+    ("F8_E5M2", "float8_e5m2"), ("I8", "int8"), ("U8", "uint8"), ("I16", "int16"), ("I32", "int32"), ("I64", "int64"),
+    ("BOOL", "bool"), ("U16", "uint16"), ("U32", "uint32"), ("U64", "uint64")) if hasattr(torch, attr)}
+
+
+def _ckpt_records(path: str, f) -> dict:
+    """The compressed checkpoint's records, checked against its tensors: NAME -> (record type,
+    spmma type, rows, cols, ordered)."""
+    meta = f.metadata
+    if _CKPT_FORMAT_KEY not in meta:
+        if meta.get("format") == "spmma.compressed":
+            raise ValueError(f"{path}: holds one compressed matrix (spmma compress --out), not a compressed "
+                             "checkpoint: load it with spmma.SparseWeight.from_interchange")
+        raise ValueError(f"{path}: not an spmma compressed checkpoint: its __metadata__ has no "
+                         f"{_CKPT_FORMAT_KEY!r} (spmma compress MODEL.safetensors OUT.safetensors writes one; "
+                         "a dense checkpoint loads with load_state_dict)")
+    if meta[_CKPT_FORMAT_KEY] != _CKPT_FORMAT:
+        raise ValueError(f"{path}: __metadata__ {_CKPT_FORMAT_KEY} is {meta[_CKPT_FORMAT_KEY]!r}, not {_CKPT_FORMAT!r}")
+    if meta.get(_CKPT_VERSION_KEY) != _CKPT_VERSION:
+        raise ValueError(f"{path}: spmma compressed-checkpoint {_CKPT_VERSION_KEY} is "
+                         f"{meta.get(_CKPT_VERSION_KEY)!r}; this spmma reads version {_CKPT_VERSION}")
+    fields: dict = {}
+    for key, value in meta.items():
+        if not key.startswith(_CKPT_RECORD):
+            continue
+        name, _, field = key[len(_CKPT_RECORD):].rpartition(".")
+        if not name or field not in _CKPT_FIELDS:
+            raise ValueError(f"{path}: __metadata__ key {key!r} is not spmma.compressed.NAME.FIELD with FIELD one of "
+                             f"{', '.join(_CKPT_FIELDS)}")
+        fields.setdefault(name, {})[field] = value
+    records = {}
+    for name, rec in fields.items():
+        where = f"{path}: compressed tensor {name!r}"
+        lacking = [k for k in _CKPT_FIELDS if k not in rec]
+        if lacking:
+            raise ValueError(f"{where}: its record lacks {', '.join(lacking)} (spmma.compressed.{name}.FIELD)")
+        t = rec["type"]
+        if t not in _CKPT_TYPES:
+            raise ValueError(f"{where}: type {t!r} is not one a checkpoint holds ({', '.join(_CKPT_TYPES)})")
+        dtype, spmma_type, pattern = _CKPT_TYPES[t]
+        if rec["pattern"] != pattern:
+            # Another pattern's chunks and nibbles are not the ones spmma's products read for the
+            # type (4:8 pair-wise keeps two pairs of 8, which may be 4 of one 2:4 chunk).
+            raise ValueError(f"{where}: pattern {rec['pattern']!r}, but spmma multiplies {t} weights in {pattern} "
+                             f"only: decompress it (spmma decompress) and prune and compress it again without --type")
+        dims = []
+        for k in ("rows", "cols"):
+            v = rec[k]
+            if not v.isdecimal() or not v.isascii() or (len(v) > 1 and v[0] == "0") or int(v) == 0:
+                raise ValueError(f"{where}: {k} {v!r} is not a positive decimal integer")
+            dims.append(int(v))
+        rows, cols = dims
+        chunk = 2 if pattern == "1:2" else 4
+        if cols % chunk:
+            raise ValueError(f"{where}: cols {cols} is not a whole number of {pattern} chunks")
+        if rec["ordered"] not in ("true", "false"):
+            raise ValueError(f"{where}: ordered {rec['ordered']!r} is not true or false")
+        words = (cols // chunk + 3) // 4
+        for part, want_dtype, want_shape in (("values", dtype, (rows, cols // 2)), ("metadata", "U16", (rows, words))):
+            t_ = f.tensors.get(f"{name}.{part}")
+            if t_ is None:
+                raise ValueError(f"{where}: the checkpoint lacks its tensor {name + '.' + part!r}")
+            if t_.dtype != want_dtype or tuple(t_.shape) != want_shape:
+                raise ValueError(f"{where}: {name}.{part} is {t_.dtype} {list(t_.shape)}, a {rows} x {cols} {t} "
+                                 f"weight's {part} are {want_dtype} {list(want_shape)}")
+        records[name] = (t, spmma_type, rows, cols, rec["ordered"] == "true")
+    return records
+
+
+def _order_nibbles(values, metadata, rows: int, cols: int, width: int) -> None:
+    """In place: every 2:4 chunk whose nibble names its two positions in descending order
+    (allowed by ``ordered: false``) gets them ascending, with its two stored values swapped: the
+    same dense weight, in the ordered form spmma's kernels (mma.sp::ordered_metadata) read.
+    Nibbles naming one position twice are left for the import's check to name."""
+    import numpy as np  # noqa: PLC0415
+    chunks = cols // 4
+    words = metadata.view(np.dtype("<u2")).reshape(rows, -1).astype(np.uint32)
+    shifts = np.array([0, 4, 8, 12], dtype=np.uint32)
+    nib = ((words[:, :, None] >> shifts) & 0xF).reshape(rows, -1)
+    used = nib[:, :chunks]
+    i0, i1 = used & 3, (used >> 2) & 3
+    swap = i0 > i1
+    if not swap.any():
+        return
+    used[swap] = (i1 | (i0 << 2))[swap]
+    v = values.reshape(rows, chunks, 2, width)
+    v[swap] = v[swap][:, ::-1]
+    packed = (nib.reshape(rows, -1, 4) << shifts).sum(axis=-1).astype(np.dtype("<u2"))
+    metadata[:] = packed.reshape(-1).view(np.uint8)
+
+
+def _state_keys(model: nn.Module, replaced: dict) -> dict:
+    """What model.state_dict() would name, with the modules in `replaced` (id -> new layer) in
+    place: key -> (module, attribute), without making the state_dict (a SparseLinear's would
+    convert its weight)."""
+    keys = {}
+    for mname, mod in model.named_modules(remove_duplicate=False):
+        mod = replaced.get(id(mod), mod)
+        p = f"{mname}." if mname else ""
+        for n, t in mod._parameters.items():
+            if t is not None:
+                keys[p + n] = (mod, n)
+        for n, t in mod._buffers.items():
+            if t is not None and n not in mod._non_persistent_buffers_set:
+                keys[p + n] = (mod, n)
+        if type(mod).get_extra_state is not nn.Module.get_extra_state:
+            keys[p + "_extra_state"] = (mod, None)
+    return keys
+
+
+def _tensor_of(path: str, name: str, t) -> Tensor:
+    """A checkpoint tensor's bytes as a CPU tensor of its dtype and shape (no copy)."""
+    dtype = _ST_DTYPES.get(t.dtype)
+    if dtype is None:
+        raise ValueError(f"{path}: tensor {name!r}: this torch has no dtype for {t.dtype}")
+    return torch.from_numpy(t.data).view(dtype).reshape(t.shape)
+
+
+def load_compressed_(model: nn.Module, path, *, device=None, strict: bool = True) -> dict:
+    """Load an spmma compressed checkpoint (``spmma compress``, or ``save_compressed``) into `model`,
+    in place; returns {"replaced", "loaded", "missing", "unexpected"} (lists of names).
+
+    Each compressed weight NAME = PREFIX.weight replaces the module PREFIX — an nn.Linear or a
+    SparseLinear (whose activation and out_dtype it keeps) of the same shape — by a SparseLinear
+    built from the file's bytes (``SparseLinear.from_interchange``): they go to `device` (default:
+    the replaced module's; the CPU for one on the meta device) once, are converted into its
+    layout there with every nibble checked, and no dense weight is made. The layer holds the
+    record's type (f32 records: tf32, as spmma multiplies float32), whatever the replaced
+    module's dtype. Its bias is the checkpoint's PREFIX.bias, else (strict=False) the replaced
+    module's own. The other tensors load as ``load_state_dict(strict=False)`` loads them.
+
+    strict=True raises RuntimeError, before the model is changed, when a checkpoint tensor or
+    compressed weight has no place in the model ("unexpected") or the model has a parameter or
+    buffer the checkpoint lacks ("missing"). Always raised, model unchanged: ValueError for a file
+    that is not a compressed checkpoint, a bad record, a shape that differs from the model's, a bad
+    nibble (naming the row and chunk); TypeError for a module that is not a linear layer."""
+    from . import _safetensors  # noqa: PLC0415
+    path = str(path)
+    what = f"load_compressed_({path})"
+    f = _safetensors.read(path)
+    records = _ckpt_records(path, f)
+    modules = dict(model.named_modules(remove_duplicate=False))
+    names_of: dict = {}
+    for n, mod in modules.items():
+        names_of.setdefault(id(mod), []).append(n)
+
+    consumed = set()  # tensors a record used (values, metadata, the bias)
+    unexpected, missing, plan, biases = [], [], [], set()
+    for name, (t, spmma_type, rows, cols, ordered) in records.items():
+        consumed.update((name + ".values", name + ".metadata"))
+        prefix = name[:-len(".weight")] if name.endswith(".weight") else None
+        mod = modules.get(prefix) if prefix is not None else None
+        if mod is None:
+            unexpected.append(name)
+            continue
+        if mod is model:
+            raise ValueError(f"{what}: compressed tensor {name!r} is the model's own weight (nothing holds the model "
+                             "to replace it): use SparseLinear.from_interchange")
+        if not (type(mod) is nn.Linear or isinstance(mod, SparseLinear)):
+            raise TypeError(f"{what}: compressed tensor {name!r}: the model's {prefix!r} is a {type(mod).__name__}, "
+                            "not an nn.Linear or a SparseLinear (an nn.Linear subclass's owner may read .weight)")
+        if (mod.out_features, mod.in_features) != (rows, cols):
+            raise ValueError(f"{what}: compressed tensor {name!r} is {rows} x {cols}, the model's {prefix!r} is "
+                             f"{mod.out_features} x {mod.in_features} (out x in features)")
+        if any(p is mod for _, p, *_ in plan):
+            raise ValueError(f"{what}: the model's {prefix!r} is also registered as {names_of[id(mod)]}, and the "
+                             "checkpoint has a compressed weight for more than one of those names")
+        bias = f.tensors.get(prefix + ".bias")
+        if bias is not None:
+            consumed.add(prefix + ".bias")
+            biases.add(prefix + ".bias")
+            if tuple(bias.shape) != (rows,):
+                raise ValueError(f"{what}: tensor {prefix + '.bias'!r} has shape {list(bias.shape)}, the weight has "
+                                 f"out_features = {rows}")
+            bias = _tensor_of(path, prefix + ".bias", bias)
+        elif mod.bias is not None:
+            missing.append(prefix + ".bias")
+            bias = mod.bias
+        plan.append((name, mod, prefix, bias))
+
+    # The layers, before the model changes: a bad nibble leaves it as it was.
+    new: dict = {}
+    replaced = []
+    for name, mod, prefix, bias in plan:
+        t, spmma_type, rows, cols, ordered = records[name]
+        values, metadata = f.tensors.pop(name + ".values").data, f.tensors.pop(name + ".metadata").data
+        if not ordered and spmma_type != "tf32":
+            _order_nibbles(values, metadata, rows, cols, _ST_DTYPES[_CKPT_TYPES[t][0]].itemsize)
+        if device is not None:
+            dev = torch.device(device)
+        else:
+            dev = (mod.values if isinstance(mod, SparseLinear) else mod.weight).device
+            if dev.type == "meta":
+                dev = torch.device("cpu")
+        kw = {"activation": mod.activation, "out_dtype": mod.out_dtype} if isinstance(mod, SparseLinear) else {}
+        try:
+            layer = SparseLinear.from_interchange(torch.from_numpy(values).to(dev), torch.from_numpy(metadata).to(dev),
+                                                  spmma_type, (rows, cols), bias, **kw)
+        except (ValueError, TypeError, NotImplementedError) as e:
+            raise type(e)(f"{what}: compressed tensor {name!r}: {e}") from e
+        del values, metadata
+        new[id(mod)] = layer
+        replaced += names_of[id(mod)]
+
+    keys = _state_keys(model, new)
+    from_records = set()
+    for name, mod, prefix, bias in plan:
+        for n in names_of[id(mod)]:
+            p = f"{n}." if n else ""
+            from_records.update(p + k for k in ("values", "metadata", "_extra_state"))
+            if (prefix + ".bias") in consumed:
+                from_records.add(p + "bias")
+    dense = {}
+    for n, t in f.tensors.items():
+        if n in consumed:
+            continue
+        if n not in keys or n in from_records:
+            unexpected.append(n)
+            continue
+        mod, attr = keys[n]
+        target = getattr(mod, attr) if attr is not None else None
+        if target is not None and tuple(target.shape) != tuple(t.shape):
+            raise ValueError(f"{what}: tensor {n!r} has shape {list(t.shape)}, the model's is {list(target.shape)}")
+        dense[n] = _tensor_of(path, n, t)
+    missing += [k for k in keys if k not in dense and k not in from_records and k not in missing]
+    if strict and (missing or unexpected):
+        parts = []
+        if unexpected:
+            parts.append(f"checkpoint tensors with no place in the model: {', '.join(unexpected)}")
+        if missing:
+            parts.append(f"model parameters and buffers the checkpoint lacks: {', '.join(missing)}")
+        raise RuntimeError(f"{what}: {'; '.join(parts)} (strict=False loads the rest)")
+
+    for name, mod, prefix, bias in plan:
+        for n in names_of[id(mod)]:
+            parent, _, child = n.rpartition(".")
+            setattr(model.get_submodule(parent) if parent else model, child, new[id(mod)])
+    if dense:
+        model.load_state_dict(dense, strict=False)
+    loaded = [n for n in f.tensors if n in dense or n in biases]  # the file's order
+    return {"replaced": replaced, "loaded": loaded, "missing": missing, "unexpected": unexpected}
+
+
+def save_compressed(model: nn.Module, path, *, metadata: Optional[dict] = None) -> dict:
+    """Write `model`'s state as an spmma compressed checkpoint (what ``spmma compress`` writes,
+    docs/files.md): each SparseLinear PREFIX as PREFIX.weight.values and PREFIX.weight.metadata
+    (the interchange form, in the weight's own dtype; tf32 weights as F32, recorded as f32) with
+    its record in __metadata__, every other tensor of the state_dict as it is (moved to the host).
+    `metadata` (str -> str) is added to __metadata__. Returns {"compressed": [...], "dense": [...]}
+    (tensor names as written)."""
+    from . import _safetensors, __version__  # noqa: PLC0415
+    path = str(path)
+    sparse = {}
+    for mname, mod in model.named_modules():
+        if isinstance(mod, SparseLinear):
+            sparse[f"{mname}." if mname else ""] = mod
+    meta = dict(metadata or {})
+    tensors, compressed, dense = {}, [], []
+    with torch.no_grad():
+        for key, t in model.state_dict().items():
+            prefix, _, attr = key.rpartition(".")
+            p = f"{prefix}." if prefix else ""
+            layer = sparse.get(p)
+            if layer is not None and attr in ("values", "metadata", "_extra_state"):
+                # The state_dict holds the weight in the interchange form already (2-D uint8: one
+                # row per output feature), which is what the file stores.
+                name = p + "weight"
+                rec = "f32" if layer.weight_type == "tf32" else layer.weight_type
+                m, k = layer.out_features, layer.in_features
+                if attr == "values":
+                    tensors[name + ".values"] = (_CKPT_TYPES[rec][0], (m, k // 2), t.detach().cpu())
+                elif attr == "metadata":
+                    tensors[name + ".metadata"] = ("U16", (m, int(t.shape[1]) // 2), t.detach().cpu())
+                    for field, value in (("type", rec), ("pattern", _CKPT_TYPES[rec][2]), ("rows", str(m)),
+                                         ("cols", str(k)), ("ordered", "true")):
+                        meta[f"{_CKPT_RECORD}{name}.{field}"] = value
+                    compressed.append(name)
+                continue
+            if not isinstance(t, Tensor):
+                raise TypeError(f"save_compressed: state_dict entry {key!r} is a {type(t).__name__}, not a tensor "
+                                "(safetensors holds tensors only)")
+            dtype = next((n for n, d in _ST_DTYPES.items() if d == t.dtype), None)
+            if dtype is None:
+                raise TypeError(f"save_compressed: tensor {key!r} is {t.dtype}, which safetensors has no dtype for")
+            tensors[key] = (dtype, tuple(t.shape), t.detach().cpu())
+            dense.append(key)
+    meta.update({_CKPT_FORMAT_KEY: _CKPT_FORMAT, _CKPT_VERSION_KEY: _CKPT_VERSION,
+                 "spmma.compressed_by": f"spmma {__version__}"})
+    _safetensors.write(path, tensors, meta)
+    return {"compressed": compressed, "dense": dense}
