@@ -4,9 +4,15 @@
 the header says what the records say of themselves (device, driver, runtime, libraries, spmma's
 version and commit, date, command, repetitions), the table each row's median and its spread.
 
-    python3 scripts/benchmarks_md.py bench.json
+    python3 scripts/benchmarks_md.py bench.json              every row, with its provenance
+    python3 scripts/benchmarks_md.py --standing bench.json   issue 10's shapes x types: TFLOP/s,
+        the ratio to cuSPARSELt, geometric means against cuSPARSELt and cuBLAS ("Where spmma stands")
+    python3 scripts/benchmarks_md.py --decode bench.json     the decode sweep, cold rows with the
+        hot TFLOP/s beside them, against cuBLAS and cuSPARSELt, the weight stream and its share of
+        the copy rate ("Cold L2 and the decode sweep")
 """
 import json
+import math
 import sys
 
 
@@ -49,5 +55,64 @@ def main(path):
               f"{'yes' if r['verified'] else ('n/a' if r.get('note') else 'NO')} |")
 
 
+# Issue 10's shapes: 8192³, 16384³, 4096³ and the default LLM shapes with N >= 2048.
+STANDING = [(8192, 8192, 8192), (16384, 16384, 16384), (4096, 4096, 4096)] + [
+    (m, n, k) for (m, k) in ((4096, 4096), (14336, 4096), (4096, 14336), (28672, 8192)) for n in (2048, 8192)]
+STANDING_TYPES = ("bf16", "f16", "e4m3", "s8", "tf32")
+DECODE_WEIGHTS = ((4096, 4096), (14336, 4096), (4096, 14336), (28672, 8192), (11008, 4096))
+DECODE_N = (1, 8, 16, 32, 64, 128, 256)
+
+
+def geomean(v):
+    return math.exp(sum(math.log(x) for x in v) / len(v))
+
+
+def standing(rows):
+    hot = {(r["type"], r["m"], r["n"], r["k"]): r for r in rows if r.get("l2", "hot") == "hot"}
+    print("| type | " + " | ".join(f"{m}³" if m == n == k else f"{m}×{n}×{k}" for m, n, k in STANDING) +
+          " | geomean vs cuSPARSELt | geomean vs cuBLAS |")
+    print("|---" * (len(STANDING) + 3) + "|")
+    for t in STANDING_TYPES:
+        cells, vs, vd = [], [], []
+        for (m, n, k) in STANDING:
+            r = hot.get((t, m, n, k))
+            if r is None or not r.get("cusparselt_tflops") or not r.get("cublas_tflops"):
+                cells.append("-")
+                continue
+            vs.append(r["spmma_tflops"] / r["cusparselt_tflops"])
+            vd.append(r["spmma_tflops"] / r["cublas_tflops"])
+            cells.append(f"{r['spmma_tflops']:.0f} ({vs[-1]:.2f})")
+        if vs:
+            print(f"| {t} | " + " | ".join(cells) + f" | {geomean(vs):.2f} | {geomean(vd):.2f} |")
+
+
+def decode(rows):
+    # The records' copy_gbps: HBM traffic (read + written) since 65c86a5; the first records
+    # (2026-11-23 20:54 UTC) counted the copy's reads only (provenance.copy_rate.convention says
+    # which), and those are doubled here so that "of copy" means one thing.
+    def copy_rate(r):
+        c = r.get("copy_gbps")
+        conv = ((r.get("provenance") or {}).get("copy_rate") or {}).get("convention", "")
+        return 2 * c if c and conv.startswith("device-to-device cudaMemcpyAsync; bytes read per second") else c
+
+    by = {(r["type"], r["m"], r["k"], r["n"], r.get("l2", "hot")): r for r in rows}
+    print("| type | M×K | N | spmma TFLOP/s cold (hot) | vs cuBLAS cold | vs cuSPARSELt cold | weight GB/s cold | of copy |")
+    print("|---|---|---|---|---|---|---|---|")
+    for t in dict.fromkeys(r["type"] for r in rows):
+        for (m, k) in DECODE_WEIGHTS:
+            for n in DECODE_N:
+                c, h = by.get((t, m, k, n, "cold")), by.get((t, m, k, n, "hot"))
+                if c is None:
+                    continue
+                vd = c["spmma_tflops"] / c["cublas_tflops"] if c.get("cublas_tflops") else None
+                vs = c["spmma_tflops"] / c["cusparselt_tflops"] if c.get("cusparselt_tflops") else None
+                cr = copy_rate(c)
+                print(f"| {t} | {m}×{k} | {n} | {c['spmma_tflops']:.1f} ({f(h['spmma_tflops']) if h else '-'}) | "
+                      f"{f(vd, 2)} | {f(vs, 2)} | {c['weight_gbps']:.0f} | {f(c['weight_gbps'] / cr if cr else None, 2)} |")
+
+
 if __name__ == "__main__":
-    main(sys.argv[1])
+    if len(sys.argv) == 3 and sys.argv[1] in ("--standing", "--decode"):
+        (standing if sys.argv[1] == "--standing" else decode)(json.load(open(sys.argv[2])))
+    else:
+        main(sys.argv[1])
