@@ -513,6 +513,29 @@ class SparseLinear(nn.Module):
                                                        self.out_features)
         return self
 
+    # Pickling (torch.save(model), copy.deepcopy) carries the module's buffers as they are, and a
+    # GPU layout unpickled onto the CPU (torch.load(map_location="cpu")) can have exactly the
+    # interchange form's sizes (out_features a multiple of 128, 16-bit weights) while meaning
+    # something else: a silently wrong weight. So a pickled layer carries the interchange form,
+    # and unpickling converts it into the layout of the device its tensors arrive on.
+    def __getstate__(self):
+        state = super().__getstate__()
+        if self.values.device.type != "meta":
+            with torch.no_grad():
+                v, m = self.interchange()
+            state["_buffers"] = dict(state["_buffers"], values=v, metadata=m)
+            state["_spmma_interchange"] = True
+        return state
+
+    def __setstate__(self, state):
+        interchange = state.pop("_spmma_interchange", False)
+        super().__setstate__(state)
+        if interchange:
+            with torch.no_grad():
+                v, m = _from_interchange(self._buffers["values"], self._buffers["metadata"], self.weight_type,
+                                         self.in_features, self.out_features)
+            self._buffers["values"], self._buffers["metadata"] = v, m
+
     def interchange(self) -> tuple[Tensor, Tensor]:
         """The weight in the interchange form (docs/layouts.md): (out_features x value bytes per
         row, out_features x metadata bytes per row) uint8 tensors on the layer's device."""

@@ -326,6 +326,24 @@ def test_whole_module_save_and_deepcopy(gen):
     assert torch.equal(copy.deepcopy(model)(x), y)
 
 
+def test_pickling_carries_the_interchange_form(gen):
+    """torch.save(model) / copy.deepcopy pickle the buffers: a layer pickles its weight in the
+    interchange form (one row per output feature) and unpickles it into the layout of the device
+    it lands on (a GPU layout read as the CPU's would be a silently wrong weight)."""
+    import copy
+    layer = layer_for(torch.bfloat16, 256, 64, gen)  # out_features a multiple of 128
+    state = layer.__getstate__()
+    assert state["_buffers"]["values"].shape == (256, 64) and state["_buffers"]["metadata"].shape == (256, 8)
+    assert layer.values.dim() == 1  # the layer itself keeps its layout
+    x = rand((3, 64), torch.bfloat16, gen)
+    buf = io.BytesIO()
+    torch.save(layer, buf)
+    buf.seek(0)
+    back = torch.load(buf, weights_only=False)
+    assert back.values.dim() == 1 and torch.equal(back.values, layer.values)
+    assert torch.equal(back(x), layer(x)) and torch.equal(copy.deepcopy(layer)(x), layer(x))
+
+
 def test_cache_follows_the_buffers(gen):
     import gc
     layer = layer_for(torch.float16, 32, 64, gen)
@@ -624,6 +642,23 @@ def test_cuda_weight_is_held_once_and_moves_between_layouts(gen):
     back = st.SparseLinear(4096, 1024, dtype=torch.float16, device="cuda")
     back.load_state_dict(cpu_layer.state_dict())
     assert torch.equal(back(x), y)
+
+
+@gpu
+@needs_cuda
+def test_cuda_model_saved_whole_loads_on_the_cpu(gen):
+    """A GPU layer saved whole (torch.save(model)) and loaded with map_location="cpu": its weight
+    arrives in the interchange form and becomes the CPU's layout, the same product (out_features
+    256: the GPU layout and the interchange form then have the same sizes)."""
+    layer = layer_for(torch.bfloat16, 256, 128, gen, device="cuda")
+    x = rand((4, 128), torch.bfloat16, gen)
+    buf = io.BytesIO()
+    torch.save(layer, buf)
+    buf.seek(0)
+    cpu = torch.load(buf, weights_only=False, map_location="cpu")
+    assert cpu.sparse_weight().layout == "interchange"
+    assert torch.equal(cpu.dense_weight(), layer.dense_weight().cpu())
+    assert torch.equal(cpu(x), layer.cpu()(x))
 
 
 @gpu
