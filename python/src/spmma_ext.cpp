@@ -119,6 +119,22 @@ void check_bytes(const AnyArray& a, size_t bytes, const char* what, const std::s
                                                      " layout of this weight has " + std::to_string(bytes));
 }
 
+std::string place(int device) { return device < 0 ? std::string("the CPU") : "cuda:" + std::to_string(device); }
+
+// Refuses an array that is not on `device` (-1: the CPU), naming both places: "matmul: x is on
+// the CPU, the weight on cuda:0".
+void require_on(const AnyArray& a, int device, const std::string& what, const char* owner = "the weight") {
+  const int dev = device_of(a, what.c_str());
+  if (dev != device)
+    spmma::fail(spmma::Status::invalid_argument, what + " is on " + place(dev) + ", " + owner + " on " + place(device));
+}
+
+// One of a weight's byte arrays: on `device`, exactly `bytes` bytes of `layout`.
+void check_weight_array(const AnyArray& a, int device, size_t bytes, const std::string& what, const std::string& layout) {
+  require_on(a, device, what);
+  check_bytes(a, bytes, what.c_str(), layout);
+}
+
 spmma::PruneMode prune_mode(const std::string& mode) {
   if (mode == "magnitude") return spmma::PruneMode::magnitude;
   if (mode == "check") return spmma::PruneMode::check;
@@ -147,11 +163,8 @@ Sparse compress_into(const AnyArray& a, const std::string& a_type, const std::st
   s.desc = weight_desc(t, static_cast<int64_t>(a.shape(0)), static_cast<int64_t>(a.shape(1)) * (four ? 2 : 1));
   spmma::Handle& h = handle_for(s.device);
   const spmma::CompressedLayout l = spmma::compressed_layout(h, s.desc);
-  for (auto [arr, what] : {std::pair{&values, "compress: values"}, std::pair{&metadata, "compress: metadata"}})
-    if (device_of(*arr, what) != s.device)
-      spmma::fail(spmma::Status::invalid_argument, std::string(what) + " is not where the weight is");
-  check_bytes(values, l.value_bytes, "compress: values", l.name);
-  check_bytes(metadata, l.metadata_bytes, "compress: metadata", l.name);
+  check_weight_array(values, s.device, l.value_bytes, "compress: values", l.name);
+  check_weight_array(metadata, s.device, l.metadata_bytes, "compress: metadata", l.name);
   const spmma::PruneMode pm = prune_mode(mode);
   const int64_t lda = a.stride(0) * (four ? 2 : 1);
   {
@@ -171,15 +184,10 @@ Sparse import_into(const std::string& a_type, int64_t rows, int64_t k, const Any
   s.desc = weight_desc(type_of(a_type), rows, k);
   spmma::Handle& h = handle_for(s.device);
   const spmma::CompressedLayout l = spmma::compressed_layout(h, s.desc), x = spmma::interchange_layout(s.desc);
-  for (auto [arr, what] : {std::pair{&x_values, "SparseWeight: the interchange values"},
-                           std::pair{&x_metadata, "SparseWeight: the interchange metadata"},
-                           std::pair{&metadata, "SparseWeight: metadata"}})
-    if (device_of(*arr, what) != s.device)
-      spmma::fail(spmma::Status::invalid_argument, std::string(what) + " is not where the values are");
-  check_bytes(x_values, x.value_bytes, "SparseWeight: the interchange values", x.name);
-  check_bytes(x_metadata, x.metadata_bytes, "SparseWeight: the interchange metadata", x.name);
-  check_bytes(values, l.value_bytes, "SparseWeight: values", l.name);
-  check_bytes(metadata, l.metadata_bytes, "SparseWeight: metadata", l.name);
+  check_weight_array(x_values, s.device, x.value_bytes, "SparseWeight: the interchange values", x.name);
+  check_weight_array(x_metadata, s.device, x.metadata_bytes, "SparseWeight: the interchange metadata", x.name);
+  check_weight_array(values, s.device, l.value_bytes, "SparseWeight: values", l.name);
+  check_weight_array(metadata, s.device, l.metadata_bytes, "SparseWeight: metadata", l.name);
   {
     nb::gil_scoped_release release;
     s.m = spmma::import_into(h, s.desc, x_values.data(), x_metadata.data(), values.data(), metadata.data(),
@@ -197,13 +205,11 @@ Sparse borrow(const std::string& a_type, int64_t rows, int64_t k, const AnyArray
               bool keep) {
   Sparse s;
   s.device = device_of(values, "SparseWeight: values");
-  if (device_of(metadata, "SparseWeight: metadata") != s.device)
-    spmma::fail(spmma::Status::invalid_argument, "SparseWeight: values and metadata are on different devices");
   s.desc = weight_desc(type_of(a_type), rows, k);
   spmma::Handle& h = handle_for(s.device);
   const spmma::CompressedLayout l = spmma::compressed_layout(h, s.desc);
-  check_bytes(values, l.value_bytes, "SparseWeight: values", l.name);
-  check_bytes(metadata, l.metadata_bytes, "SparseWeight: metadata", l.name);
+  check_weight_array(values, s.device, l.value_bytes, "SparseWeight: values", l.name);
+  check_weight_array(metadata, s.device, l.metadata_bytes, "SparseWeight: metadata", l.name);
   s.m = spmma::borrow(h, s.desc, values.data(), metadata.data());
   if (keep) s.values = values, s.metadata = metadata;
   return s;
@@ -212,11 +218,8 @@ Sparse borrow(const std::string& a_type, int64_t rows, int64_t k, const AnyArray
 // The weight in the interchange form, into framework arrays where it lives.
 void export_into(const Sparse& s, const AnyArray& x_values, const AnyArray& x_metadata, uintptr_t stream) {
   const spmma::CompressedLayout x = spmma::interchange_layout(s.desc);
-  for (auto [arr, what] : {std::pair{&x_values, "export: values"}, std::pair{&x_metadata, "export: metadata"}})
-    if (device_of(*arr, what) != s.device)
-      spmma::fail(spmma::Status::invalid_argument, std::string(what) + " is not where the weight is");
-  check_bytes(x_values, x.value_bytes, "export: values", x.name);
-  check_bytes(x_metadata, x.metadata_bytes, "export: metadata", x.name);
+  check_weight_array(x_values, s.device, x.value_bytes, "export: values", x.name);
+  check_weight_array(x_metadata, s.device, x.metadata_bytes, "export: metadata", x.name);
   nb::gil_scoped_release release;
   spmma::export_interchange(s.m, x_values.data(), x_metadata.data(), stream_of(stream));
 }
@@ -224,8 +227,7 @@ void export_into(const Sparse& s, const AnyArray& x_values, const AnyArray& x_me
 // The dense pruned weight (rows x k, packed, raw bits at the type's width) into a framework array
 // where it lives.
 void decompress_into(const Sparse& s, const AnyArray& dense, uintptr_t stream) {
-  if (device_of(dense, "dense") != s.device)
-    spmma::fail(spmma::Status::invalid_argument, "dense: not where the weight is");
+  require_on(dense, s.device, "dense");
   const size_t bytes = static_cast<size_t>((s.desc.m * s.desc.k * spmma::memory_bits(s.desc.a_type) + 7) / 8);
   if (dense.nbytes() != bytes)
     spmma::fail(spmma::Status::invalid_argument, "dense: " + std::to_string(dense.nbytes()) + " bytes, the weight has " +
@@ -270,13 +272,7 @@ void run_plan(const LinearPlan& p, const Sparse& w, const AnyArray& x, AnyArray&
               const std::optional<AnyArray>& scale_rows, const std::optional<AnyArray>& scale_cols,
               const std::optional<AnyArray>& workspace, uintptr_t stream) {
   // Every buffer lives where the weight does (the plan checks alignment, sizes and overlaps).
-  auto same = [&](const AnyArray& a, const char* what) {
-    const int dev = device_of(a, what);
-    if (dev != p.device)
-      spmma::fail(spmma::Status::invalid_argument,
-                  std::string("matmul: ") + what + " is on " + (dev < 0 ? std::string("the CPU") : "cuda:" + std::to_string(dev)) +
-                      ", the weight on " + (p.device < 0 ? std::string("the CPU") : "cuda:" + std::to_string(p.device)));
-  };
+  auto same = [&](const AnyArray& a, const char* what) { require_on(a, p.device, std::string("matmul: ") + what); };
   same(x, "x");
   same(y, "out");
   for (auto [a, what] : {std::pair{&c, "c"}, std::pair{&bias, "bias"}, std::pair{&scale_rows, "scale_row"},

@@ -166,6 +166,24 @@ const SparseMatrix::Impl& need(const SparseMatrix& s, const char* what) {
 
 int64_t a_count(const MatmulDesc& d) { return d.a_per_batch ? d.batch : 1; }
 
+int elem_bytes(ElemType t) { return std::max(1, memory_bits(t) / 8); }
+
+// The interchange form's sizes (interchange_layout, without validating desc again): they depend
+// on type, pattern and shape only, as Compressed computes them.
+CompressedLayout interchange_sizes(const MatmulDesc& desc) {
+  Compressed shape;
+  shape.type = desc.a_type;
+  shape.pattern = pattern_for(desc.a_type);
+  shape.rows = desc.m, shape.cols = desc.k;
+  const auto count = static_cast<size_t>(a_count(desc));
+  CompressedLayout l;
+  l.name = "interchange";
+  l.value_bytes = shape.value_bytes() * count;
+  l.metadata_bytes = shape.metadata_bytes() * count;
+  l.alignment = static_cast<size_t>(std::max(2, elem_bytes(desc.a_type)));  // 16-bit metadata words, whole elements
+  return l;
+}
+
 std::unique_ptr<SparseMatrix::Impl> make_impl(const Handle& h, const MatmulDesc& desc,
                                               std::unique_ptr<detail::SparseStorage> storage) {
   if (!storage) fail(Status::internal, "backend returned no storage for a compressed A");
@@ -173,14 +191,9 @@ std::unique_ptr<SparseMatrix::Impl> make_impl(const Handle& h, const MatmulDesc&
   impl->backend = h.impl().backend;
   impl->desc = desc;
   impl->pattern = pattern_for(desc.a_type);
-  Compressed shape;  // value_bytes / metadata_bytes depend on type, pattern and shape only
-  shape.type = desc.a_type;
-  shape.pattern = impl->pattern;
-  shape.rows = desc.m;
-  shape.cols = desc.k;
-  const auto count = static_cast<size_t>(a_count(desc));
-  impl->value_bytes = shape.value_bytes() * count;
-  impl->metadata_bytes = shape.metadata_bytes() * count;
+  const CompressedLayout x = interchange_sizes(desc);
+  impl->value_bytes = x.value_bytes;
+  impl->metadata_bytes = x.metadata_bytes;
   impl->storage = std::move(storage);
   return impl;
 }
@@ -189,8 +202,6 @@ detail::Backend& backend_of(Handle& h) {
   if (!h.impl().backend) fail(Status::internal, "Handle has no backend");
   return *h.impl().backend;
 }
-
-int elem_bytes(ElemType t) { return std::max(1, memory_bits(t) / 8); }
 
 std::string hex_address(const void* p) {
   char buf[32];
@@ -357,14 +368,10 @@ std::string Handle::fallback_reason() const { return impl_->fallback_reason; }
 // ------------------------------------------------------------------ compress / upload
 
 namespace {
-// compress's and compress_into's checks of A; returns the effective lda and stride_a.
-std::pair<int64_t, int64_t> check_dense_a(detail::Backend& be, const char* who, const MatmulDesc& desc, const void* a,
-                                          int64_t lda, int64_t stride_a, PruneMode mode) {
-  desc.validate();
+// A dense A's row-major layout (compress, compress_into, decompress_into): lda and stride_a
+// checked against desc; returns them effective (0 = packed resolved).
+std::pair<int64_t, int64_t> check_a_layout(const char* who, const MatmulDesc& desc, int64_t lda, int64_t stride_a) {
   const std::string w = who;
-  if (mode != PruneMode::check && mode != PruneMode::magnitude)
-    fail(Status::invalid_argument, w + ": mode = " + str(static_cast<int64_t>(mode)) + " is not a PruneMode");
-  if (a == nullptr) fail(Status::invalid_argument, w + ": a is null");
   if (lda < 0) fail(Status::invalid_argument, w + ": lda = " + str(lda) + " is negative (0 means packed)");
   if (lda > kMaxDim) fail(Status::invalid_argument, w + ": lda = " + str(lda) + " is larger than 2^31 - 1");
   if (lda != 0 && lda < desc.k)
@@ -387,11 +394,30 @@ std::pair<int64_t, int64_t> check_dense_a(detail::Backend& be, const char* who, 
                                          str(desc.a_type) + ": each batch entry starts on a byte");
     checked_mul(estride, count * 4, "the batch of A");
   }
+  return {elda, estride};
+}
+
+// compress's and compress_into's checks of A; returns the effective lda and stride_a.
+std::pair<int64_t, int64_t> check_dense_a(detail::Backend& be, const char* who, const MatmulDesc& desc, const void* a,
+                                          int64_t lda, int64_t stride_a, PruneMode mode) {
+  desc.validate();
+  const std::string w = who;
+  if (mode != PruneMode::check && mode != PruneMode::magnitude)
+    fail(Status::invalid_argument, w + ": mode = " + str(static_cast<int64_t>(mode)) + " is not a PruneMode");
+  if (a == nullptr) fail(Status::invalid_argument, w + ": a is null");
+  const auto [elda, estride] = check_a_layout(who, desc, lda, stride_a);
   check_aligned(who, "a", a, elem_bytes(desc.a_type), [&] {
     return "A's elements are " + str(desc.a_type) + ", " + str(int64_t{elem_bytes(desc.a_type)}) + " byte(s) each";
   });
-  be.check_memory(a, extent_bytes(desc.m, desc.k, elda, true, count, estride, desc.a_type), (w + ": a").c_str());
+  be.check_memory(a, extent_bytes(desc.m, desc.k, elda, true, a_count(desc), estride, desc.a_type), (w + ": a").c_str());
   return {elda, estride};
+}
+
+// Refuses a caller buffer that overlaps the buffers A's storage reads (borrowed ones).
+void refuse_overlap_with_a(const SparseMatrix::Impl& a, const char* who, const char* name, const void* p, size_t bytes) {
+  for (const auto& [sp, sb] : a.storage->spans())
+    if (overlap(Range{name, name, p, bytes}, Range{"A", "A", sp, sb}))
+      fail(Status::invalid_argument, std::string(who) + ": " + name + " overlaps A's own buffers");
 }
 
 // Caller-owned buffers of a layout: non-null, aligned, in the backend's memory, not overlapping.
@@ -430,17 +456,7 @@ CompressedLayout compressed_layout(const Handle& h, const MatmulDesc& desc) {
 
 CompressedLayout interchange_layout(const MatmulDesc& desc) {
   desc.validate();
-  Compressed shape;
-  shape.type = desc.a_type;
-  shape.pattern = pattern_for(desc.a_type);
-  shape.rows = desc.m, shape.cols = desc.k;
-  const auto count = static_cast<size_t>(a_count(desc));
-  CompressedLayout l;
-  l.name = "interchange";
-  l.value_bytes = shape.value_bytes() * count;
-  l.metadata_bytes = shape.metadata_bytes() * count;
-  l.alignment = static_cast<size_t>(std::max(2, elem_bytes(desc.a_type)));  // 16-bit metadata words, whole elements
-  return l;
+  return interchange_sizes(desc);
 }
 
 SparseMatrix compress_into(Handle& h, const MatmulDesc& desc, const void* a, int64_t lda, int64_t stride_a,
@@ -489,11 +505,8 @@ void export_interchange(const SparseMatrix& a, void* values, void* metadata, voi
   const SparseMatrix::Impl& i = need(a, "export_interchange");
   const CompressedLayout x = interchange_layout(i.desc);
   check_buffers(*i.backend, "export_interchange", x, values, metadata);
-  for (auto [p, bytes, name] : {std::tuple{static_cast<const void*>(values), x.value_bytes, "values"},
-                                std::tuple{static_cast<const void*>(metadata), x.metadata_bytes, "metadata"}})
-    for (const auto& [sp, sb] : i.storage->spans())
-      if (overlap(Range{name, name, p, bytes}, Range{"A", "A", sp, sb}))
-        fail(Status::invalid_argument, std::string("export_interchange: ") + name + " overlaps A's own buffers");
+  refuse_overlap_with_a(i, "export_interchange", "values", values, x.value_bytes);
+  refuse_overlap_with_a(i, "export_interchange", "metadata", metadata, x.metadata_bytes);
   i.storage->export_interchange(values, metadata, stream);
 }
 
@@ -501,29 +514,13 @@ void decompress_into(const SparseMatrix& a, void* dense, int64_t lda, int64_t st
   const SparseMatrix::Impl& i = need(a, "decompress_into");
   const MatmulDesc& d = i.desc;
   if (dense == nullptr) fail(Status::invalid_argument, "decompress_into: dense is null");
-  if (lda < 0 || (lda != 0 && lda < d.k) || lda > kMaxDim)
-    fail(Status::invalid_argument, "decompress_into: lda = " + str(lda) + " (0 = packed, else k = " + str(d.k) +
-                                       " .. 2^31 - 1)");
-  const int64_t elda = lda == 0 ? d.k : lda, count = a_count(d);
-  if (is_4bit(d.a_type) && elda % 2 != 0)
-    fail(Status::invalid_argument, "decompress_into: lda = " + str(lda) + " must be even for the 4-bit type " + str(d.a_type));
-  int64_t estride = stride_a;
-  if (stride_a < 0) fail(Status::invalid_argument, "decompress_into: stride_a = " + str(stride_a) + " is negative");
-  if (count > 1) {
-    const int64_t span = checked_mul(elda, d.m, "lda x m");
-    if (estride == 0) estride = span;
-    if (estride < span || (is_4bit(d.a_type) && estride % 2 != 0))
-      fail(Status::invalid_argument, "decompress_into: stride_a = " + str(stride_a) + " (at least lda x m = " +
-                                         str(span) + ", even for 4-bit types)");
-  }
+  const auto [elda, estride] = check_a_layout("decompress_into", d, lda, stride_a);
   check_aligned("decompress_into", "dense", dense, elem_bytes(d.a_type), [&] {
     return "A's elements are " + str(d.a_type) + ", " + str(int64_t{elem_bytes(d.a_type)}) + " byte(s) each";
   });
-  const size_t bytes = extent_bytes(d.m, d.k, elda, true, count, estride, d.a_type);
+  const size_t bytes = extent_bytes(d.m, d.k, elda, true, a_count(d), estride, d.a_type);
   i.backend->check_memory(dense, bytes, "decompress_into: dense");
-  for (const auto& [sp, sb] : i.storage->spans())
-    if (overlap(Range{"dense", "dense", dense, bytes}, Range{"A", "A", sp, sb}))
-      fail(Status::invalid_argument, "decompress_into: dense overlaps A's own buffers");
+  refuse_overlap_with_a(i, "decompress_into", "dense", dense, bytes);
   i.storage->decompress_into(dense, elda, estride, stream);
 }
 
