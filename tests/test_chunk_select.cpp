@@ -452,6 +452,19 @@ Emulated emulate(const GpuType& g, const isa::Variant& v, const Matrix& a, int64
   return out;
 }
 
+// Counts (and reports the first 5 of) the entries of got that differ from want.
+template <class T>
+int count_diff(const std::vector<T>& got, const std::vector<T>& want, const char* what) {
+  int bad = 0;
+  if (got.size() != want.size()) {
+    ADD_FAILURE() << what << ": " << got.size() << " entries, want " << want.size();
+    return 1;
+  }
+  for (size_t i = 0; i < got.size(); ++i)
+    if (got[i] != want[i] && ++bad <= 5) ADD_FAILURE() << what << " " << i << ": " << hex(got[i]) << " want " << hex(want[i]);
+  return bad;
+}
+
 int compare_kernel(const GpuType& g, const isa::Variant& v, const Matrix& a, int64_t lda, int group, bool prune) {
   const Emulated got = emulate(g, v, a, lda, group, prune);
   const int64_t m_pad = (a.rows + 15) / 16 * 16;
@@ -471,15 +484,7 @@ int compare_kernel(const GpuType& g, const isa::Variant& v, const Matrix& a, int
   const int bits = memory_bits(a.type);
   std::vector<uint8_t> want_values(got.values.size(), 0);
   for (size_t i = 0; i < c.values.bits.size(); ++i) store_element(want_values.data(), static_cast<int64_t>(i), bits, c.values.bits[i]);
-  int bad = 0;
-  for (size_t i = 0; i < f.words.size() && i < got.words.size(); ++i)
-    if (got.words[i] != f.words[i] && ++bad <= 5) ADD_FAILURE() << "word " << i << ": " << hex(got.words[i]) << " want " << hex(f.words[i]);
-  EXPECT_EQ(got.words.size(), f.words.size());
-  for (size_t i = 0; i < want_values.size(); ++i)
-    if (got.values[i] != want_values[i] && ++bad <= 5)
-      ADD_FAILURE() << "value byte " << i << " (row " << i / static_cast<size_t>(a.cols / 2 * bits / 8) << "): "
-                    << hex(got.values[i]) << " want " << hex(want_values[i]);
-  return bad;
+  return count_diff(got.words, f.words, "word") + count_diff(got.values, want_values, "value byte");
 }
 
 TEST(ChunkSelectKernel, EveryThreadEqualsTheHost) {
@@ -554,18 +559,6 @@ void run_relayout(gpu_format::RelayoutParams rp, gpu_format::Relayout dir, Relai
   r.bad = gpu_format::kNoViolation;
   for (int64_t tid = 0; tid < gpu_format::compress_threads(rp.shape); ++tid)
     r.bad = std::min(r.bad, gpu_format::relayout_word(rp, tid));
-}
-
-template <class T>
-int count_diff(const std::vector<T>& got, const std::vector<T>& want, const char* what) {
-  int bad = 0;
-  if (got.size() != want.size()) {
-    ADD_FAILURE() << what << ": " << got.size() << " entries, want " << want.size();
-    return 1;
-  }
-  for (size_t i = 0; i < got.size(); ++i)
-    if (got[i] != want[i] && ++bad <= 5) ADD_FAILURE() << what << " " << i << ": " << hex(got[i]) << " want " << hex(want[i]);
-  return bad;
 }
 
 TEST(ChunkSelectKernel, RelayoutRoundTrips) {

@@ -24,15 +24,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-if os.environ.get("SPMMA_REQUIRE_TORCH"):
-    import torch  # noqa: I001 (a missing torch fails here, as required)
-    import spmma.torch as st
-else:
-    torch = pytest.importorskip("torch", reason="PyTorch is not installed (SPMMA_REQUIRE_TORCH=1 fails instead)")
-    if not hasattr(torch.library, "custom_op"):
-        pytest.skip(f"spmma.torch needs torch >= 2.4 (torch.library.custom_op), this is {torch.__version__}",
-                    allow_module_level=True)
-    import spmma.torch as st
+from conftest import import_spmma_torch, run_doc_blocks
+
+torch, st = import_spmma_torch()
 
 import torch.nn.functional as F
 from torch import nn
@@ -416,23 +410,13 @@ def test_safetensors_reader_refuses_damaged_files(tmp_path):
 def test_docs_example_runs_as_written(tmp_path, monkeypatch):
     """docs/python.md's section "Compressed checkpoints": its python blocks in one namespace, as
     written; every `print(...)  # text` prints that text."""
-    import contextlib
-    import io
     text = (ROOT / "docs" / "python.md").read_text()
     start = text.index("\n## Compressed checkpoints\n")
     section = text[start:text.index("\n## ", start + 1)]
     blocks = re.findall(r"```python\n(.*?)```", section, re.S)
     assert blocks
     monkeypatch.chdir(tmp_path)
-    ns: dict = {}
-    for code in blocks:
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
-            exec(compile(code, "docs/python.md", "exec"), ns)
-        for line in code.splitlines():
-            if line.startswith("print(") and "  # " in line:
-                want = line.split("  # ", 1)[1]
-                assert want in out.getvalue(), f"docs/python.md: {line!r} printed {out.getvalue()!r}"
+    run_doc_blocks(blocks)
 
 
 # ---------------------------------------------------------------- CUDA

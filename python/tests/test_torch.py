@@ -13,15 +13,9 @@ import zlib
 
 import pytest
 
-if os.environ.get("SPMMA_REQUIRE_TORCH"):
-    import torch  # noqa: I001 (a missing torch fails here, as required)
-    import spmma.torch as st
-else:
-    torch = pytest.importorskip("torch", reason="PyTorch is not installed (SPMMA_REQUIRE_TORCH=1 fails instead)")
-    if not hasattr(torch.library, "custom_op"):
-        pytest.skip(f"spmma.torch needs torch >= 2.4 (torch.library.custom_op), this is {torch.__version__}",
-                    allow_module_level=True)
-    import spmma.torch as st
+from conftest import import_spmma_torch, run_doc_blocks
+
+torch, st = import_spmma_torch()
 
 import torch.nn.functional as F
 from torch import nn
@@ -547,22 +541,11 @@ def _tutorial_blocks():
 def test_docs_tutorial_runs_as_written(tmp_path, monkeypatch):
     """docs/python.md's PyTorch tutorial, block after block in one namespace, as written (the GPU
     blocks where CUDA is); every `print(...)  # text` prints that text."""
-    import contextlib
     monkeypatch.chdir(tmp_path)  # it saves sparse.pt
     torch._dynamo.reset()
     blocks = _tutorial_blocks()
     assert len(blocks) >= 6
-    ns: dict = {}
-    for code, cuda in blocks:
-        if cuda and not torch.cuda.is_available():
-            continue
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
-            exec(compile(code, "docs/python.md", "exec"), ns)
-        for line in code.splitlines():
-            if line.startswith("print(") and "  # " in line:
-                want = line.split("  # ", 1)[1]
-                assert want in out.getvalue(), f"docs/python.md: {line!r} printed {out.getvalue()!r}"
+    run_doc_blocks([code for code, cuda in blocks if not cuda or torch.cuda.is_available()])
 
 
 # ---------------------------------------------------------------- CUDA
