@@ -417,7 +417,7 @@ std::vector<Row> run_gpu(const Options& o) {
           if (d.scale_rows) ea.scale_rows = reinterpret_cast<const float*>(dsrow.ptr);
           if (d.scale_cols) ea.scale_cols = reinterpret_cast<const float*>(dscol.ptr);
         }
-        Buf ws(plan.workspace_bytes());  // split K's partial sums, where the plan uses it
+        Buf ws(plan.workspace_bytes());  // B repacked, where the plan reads it so
         const int man = t == ElemType::tf32 ? 23 : ti.man_bits, ex = t == ElemType::tf32 ? 8 : ti.exp_bits,
                   bias = t == ElemType::tf32 ? 127 : ti.bias;
         if (o.prune)

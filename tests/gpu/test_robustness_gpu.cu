@@ -156,6 +156,7 @@ struct RunOpts {
   size_t b_off = 0, c_off = 0, d_off = 0;  // byte offsets of the GPU pointers from 256-aligned bases
   bool in_place = false;                   // c == d (the images' C is used as D's initial content)
   bool graph = false;                      // capture Plan::run in a CUDA graph and replay it twice
+  bool repeat = false;                     // run 3 more times: D must come out the same bytes
   double acc_rel = 0;                      // f32 accumulation tolerance (0: 1e-5, fp8 wgmma 2^-9)
   int64_t check_rows = 0;                  // compare only this many rows per entry (0: all)
   PlanOptions plan;                        // the GPU plan's pins
@@ -226,6 +227,18 @@ void twin(const MatmulDesc& desc, const Images& im, const RunOpts& o, Handle& gp
   CK(cudaDeviceSynchronize());
   std::vector<uint8_t> dg(dc.size());
   CK(cudaMemcpy(dg.data(), pd, dg.size(), cudaMemcpyDeviceToHost));
+  if (o.repeat && !o.in_place) {  // in place, a run adds beta·C again
+    std::vector<uint8_t> again(dg.size());
+    for (int r = 0; r < 3; ++r) {
+      CK(cudaMemcpy(pd, im.d.data(), im.d.size(), cudaMemcpyHostToDevice));  // D's poison again
+      pg.run(sg, pb, pd, epi, pg.workspace_bytes() ? ws.base : nullptr);
+      CK(cudaMemcpy(again.data(), pd, again.size(), cudaMemcpyDeviceToHost));
+      if (again != dg) {
+        ADD_FAILURE() << "run " << r + 2 << " wrote other bytes than the first: not deterministic";
+        break;
+      }
+    }
+  }
 
   // Tolerance: f32 accumulation in a different order, relative to Σ|a·b|, then one rounding.
   const bool fp8_wgmma = (desc.a_type == T::e4m3 || desc.a_type == T::e5m2) && pg.describe().find("wgmma") != std::string::npos;
@@ -801,7 +814,8 @@ TEST_F(Robust, EveryPinnedConfigurationMatchesTheCpu) {
             RunOpts o;
             o.plan.kernel = KernelFamily::sm90;
             o.plan.tile_n = tile, o.plan.splits = splits, o.plan.group_m = 1 + static_cast<int>(rng() % 3);
-            o.plan.grid = turn % 2 ? GridKind::persistent : GridKind::per_tile;
+            // Split K runs one cluster per tile: a persistent grid is refused with it (below).
+            o.plan.grid = turn % 2 && splits == 1 ? GridKind::persistent : GridKind::per_tile;
             if (!built) {
               const std::string pin = "tile_n = " + std::to_string(tile);
               expect_error([&] { Plan(*h_, d, o.plan); }, Status::not_supported,
@@ -840,8 +854,15 @@ TEST_F(Robust, EveryPinnedConfigurationMatchesTheCpu) {
     p = {};
     p.splits = 3;
     expect_error([&] { Plan(*h_, d, p); }, NS, {"splits = 3", "4 pipeline stages", "2 splits would run"});
-    p.splits = 17;
-    expect_error([&] { Plan(*h_, d, p); }, IA, {"splits = 17"});
+    p.splits = 9;
+    expect_error([&] { Plan(*h_, d, p); }, IA, {"splits = 9", "at most 8", "CTAs of a cluster"});
+    MatmulDesc long_k = desc_of(T::bf16, T::bf16, T::f32, 200, 150, 2048);  // 32 stages
+    p.splits = 8, p.cluster_m = 2;
+    expect_error([&] { Plan(*h_, long_k, p); }, NS, {"splits = 8 with cluster_m = 2", "cluster_m x splits", "at most 8"});
+    p.splits = 4, p.cluster_m = 0, p.grid = GridKind::persistent;
+    expect_error([&] { Plan(*h_, long_k, p); }, NS, {"grid = persistent with split K in 4", "one cluster per tile"});
+    p.grid = GridKind::automatic;
+    EXPECT_FALSE(Plan(*h_, long_k, p).info().persistent);
     p = {};
     p.cluster_m = 3;
     expect_error([&] { Plan(*h_, d, p); }, IA, {"cluster_m = 3", "1 or 2"});
@@ -915,8 +936,9 @@ TEST_F(Robust, ClustersOfTwoMatchTheCpu) {
 
 // The persistent grid: more tiles than CTAs that fit the GPU (a CTA, or a cluster of 2, takes
 // tile after tile, its pipeline running on from one tile into the next), every way out of the
-// epilogue (plain pairs from registers, the scratch blocks' general epilogue, split K's partial
-// sums), both D layouts, odd N, batches, clusters of 2 with an odd number of M tiles.
+// epilogue (plain pairs from registers, the scratch blocks' general epilogue), both D layouts,
+// odd N, batches, clusters of 2 with an odd number of M tiles. (Split K runs one cluster per
+// tile: SplitKInsideTheClusterMatchesTheCpu.)
 TEST_F(Robust, PersistentGridMatchesTheCpu) {
   if (h_->compute_capability() != 90 || supported_types(*h_).empty() ||
       Plan(*h_, desc_of(T::bf16, T::bf16, T::f32, 16, 8, 32)).info().kernel != KernelFamily::sm90)
@@ -932,9 +954,9 @@ TEST_F(Robust, PersistentGridMatchesTheCpu) {
   const Case cases[] = {
       {T::bf16, T::bf16, 1100, 64, 1, 1, 1, false},  {T::bf16, T::f32, 1100, 128, 2, 1, 1, false},
       {T::e4m3, T::bf16, 1100, 256, 2, 1, 2, true},  {T::s8, T::s8, 1100, 128, 1, 1, 1, true},
-      {T::bf16, T::f16, 1100, 128, 1, 2, 2, false},  {T::bf16, T::bf16, 1101, 64, 2, 1, 1, false},
+      {T::bf16, T::f16, 1100, 128, 1, 1, 2, false},  {T::bf16, T::bf16, 1101, 64, 2, 1, 1, false},
       {T::s8, T::s32, 1100, 256, 2, 1, 2, false},    {T::e4m3, T::f16, 1100, 256, 1, 1, 2, true, true},
-      {T::e4m3, T::f32, 1100, 192, 2, 3, 1, false},
+      {T::e4m3, T::f32, 1100, 192, 2, 1, 2, false},
   };
   int turn = 0;
   for (const Case& c : cases) {
@@ -962,6 +984,99 @@ TEST_F(Robust, PersistentGridMatchesTheCpu) {
     twin(d, im, o, *h_);
     ++turn;
   }
+}
+
+// Split K inside a cluster (issue 12: one launch, deterministic, capturable): every part count
+// 2-8 and every tile width, the decode sweep's N (1 .. 256) and odd N, both D layouts, batches
+// with A shared and per entry, the general epilogue, clusters of 2 along M times the parts, in a
+// CUDA graph; each against the CPU, and each run again three times to the same bytes. The plans
+// that split need no workspace (B in place), and the heuristics' own choice splits too.
+TEST_F(Robust, SplitKInsideTheClusterMatchesTheCpu) {
+  if (h_->compute_capability() != 90 || supported_types(*h_).empty() ||
+      Plan(*h_, desc_of(T::bf16, T::bf16, T::f32, 16, 8, 32)).info().kernel != KernelFamily::sm90)
+    GTEST_SKIP() << "the sm90 kernel does not run here (needs an sm_90 GPU and sm_90a machine code)";
+  std::mt19937_64 rng(seed() + 13);
+  struct Case {
+    T a, cd;
+    int64_t m, n;
+    int splits, tile, cluster;  // splits 0 / tile 0: the heuristics' choice
+    bool general = false, fast = false;
+    int steps = 64;  // K steps: 32 stages of 2 (5 and 7 parts need 40 and 42: whole pairs of stages each)
+  };
+  const Case cases[] = {
+      {T::bf16, T::bf16, 300, 1, 0, 0, 1},         {T::bf16, T::bf16, 300, 8, 8, 64, 1},
+      {T::bf16, T::f32, 260, 16, 2, 64, 1, true},  {T::bf16, T::bf16, 300, 32, 3, 0, 1},
+      {T::bf16, T::bf16, 300, 64, 0, 0, 1, true},  {T::bf16, T::f16, 200, 128, 5, 128, 1, false, false, 80},
+      {T::bf16, T::bf16, 300, 256, 4, 256, 2},     {T::f16, T::f16, 130, 7, 6, 0, 1, true},
+      {T::tf32, T::f32, 300, 33, 7, 0, 1, false, false, 84},         {T::e4m3, T::bf16, 300, 16, 0, 0, 1},
+      {T::e4m3, T::f32, 260, 8, 4, 64, 2, true},   {T::e4m3, T::e4m3, 300, 192, 3, 192, 1, true},
+      {T::e4m3, T::bf16, 300, 256, 2, 256, 1, false, true},  {T::e5m2, T::f16, 300, 17, 8, 0, 1},
+      {T::s8, T::s32, 300, 1, 0, 0, 1},            {T::s8, T::s8, 260, 64, 4, 64, 2, true},
+      {T::s8, T::s32, 300, 256, 2, 256, 1},        {T::u8, T::s32, 300, 5, 3, 0, 1},
+  };
+  int turn = 0;
+  for (const Case& c : cases) {
+    MatmulDesc d = desc_of(c.a, c.a, c.cd, c.m, c.n, c.steps * kstep(c.a));
+    d.fast_accumulation = c.fast;
+    d.batch = 1 + turn % 3;
+    d.a_per_batch = turn % 2 == 1;
+    d.cd_order = turn % 2 ? Order::col_major : Order::row_major;
+    RunOpts o;
+    if (c.general) {
+      d.bias = true;
+      d.scale_rows = turn % 3 != 0, d.scale_cols = turn % 3 != 1;
+      d.activation = is_int(c.a) ? Activation::relu : Activation::gelu;
+      o.alpha = c.cd == T::s8 ? 1.f / 64 : 0.75f;
+      o.beta = turn % 2 ? 0.5f : 0.f;
+    }
+    o.plan.splits = c.splits, o.plan.tile_n = c.tile, o.plan.cluster_m = c.cluster;
+    o.graph = turn % 3 == 2 && o.beta == 0.f;
+    if (c.a == T::e4m3 || c.a == T::e5m2) o.acc_rel = 0x1p-9;
+    const Plan plan(*h_, d, o.plan);
+    const PlanInfo info = plan.info();
+    SCOPED_TRACE(std::string(type_name(c.a)) + " -> " + std::string(type_name(c.cd)) + " m " + std::to_string(c.m) +
+                 " n " + std::to_string(c.n) + " splits " + std::to_string(info.splits) + " tile " +
+                 std::to_string(info.tile_n) + " cluster " + std::to_string(info.cluster_m) + " batch " +
+                 std::to_string(d.batch) + (c.general ? " general" : " plain") + (o.graph ? " graph" : "") + ": " +
+                 plan.describe());
+    if (c.splits) EXPECT_EQ(info.splits, c.splits);
+    else EXPECT_GE(info.splits, 2) << "the heuristics split these few tiles";
+    EXPECT_FALSE(info.persistent);
+    EXPECT_EQ(plan.workspace_bytes(), 0u);
+    EXPECT_NE(plan.describe().find("inside each cluster"), std::string::npos);
+    Images im = make_images(d, rng, {});
+    o.repeat = true;  // deterministic: three more runs give the same bytes
+    twin(d, im, o, *h_);
+    ++turn;
+  }
+  // One launch per call: a CUDA graph captured from a split plan's run holds one node, a kernel.
+  MatmulDesc d = desc_of(T::bf16, T::bf16, T::bf16, 300, 16, 64 * kstep(T::bf16));
+  const Plan plan(*h_, d);
+  ASSERT_GE(plan.info().splits, 2);
+  Images im = make_images(d, rng, {});
+  DevMem ga(im.a.size()), gb(im.b.size()), gd(im.d.size());
+  ASSERT_TRUE(ga.base && gb.base && gd.base);
+  CK(cudaMemcpy(ga.base, im.a.data(), im.a.size(), cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(gb.base, im.b.data(), im.b.size(), cudaMemcpyHostToDevice));
+  SparseMatrix sa = compress(*h_, d, ga.base, im.lda, im.stride_a, PruneMode::magnitude);
+  cudaStream_t s;
+  CK(cudaStreamCreate(&s));
+  cudaGraph_t g;
+  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  plan.run(sa, gb.base, gd.base, EpilogueArgs{}, nullptr, s);
+  CK(cudaStreamEndCapture(s, &g));
+  size_t nodes = 0;
+  CK(cudaGraphGetNodes(g, nullptr, &nodes));
+  EXPECT_EQ(nodes, 1u) << "a split plan's run is one kernel launch";
+  if (nodes == 1) {
+    cudaGraphNode_t node;
+    CK(cudaGraphGetNodes(g, &node, &nodes));
+    cudaGraphNodeType type;
+    CK(cudaGraphNodeGetType(node, &type));
+    EXPECT_EQ(type, cudaGraphNodeTypeKernel);
+  }
+  cudaGraphDestroy(g);
+  cudaStreamDestroy(s);
 }
 
 // Scale vectors on every GPU path, against the CPU: the sm90 kernel's vector rows (row-major D)

@@ -81,13 +81,11 @@ struct GpuKernel final : Kernel {
     return b_map->second;
   }
 
-  // Workspace: the repacked B, then split K's partial sums (each 256-byte aligned).
-  size_t repacked_b_bytes() const {
+  // Workspace: the repacked B (split K needs none: its parts add up in the cluster's shared memory).
+  size_t workspace_bytes() const override {
     if (b_read == BRead::in_place) return 0;
-    return (gpu_api::repacked_b_bytes(desc.batch, desc.k, desc.n, b_bits) + 255) / 256 * 256;
+    return gpu_api::repacked_b_bytes(desc.batch, desc.k, desc.n, b_bits);
   }
-  size_t partial_bytes() const { return sm90::partial_bytes(cfg.splits, desc.batch, padded_rows(desc.m), desc.n); }
-  size_t workspace_bytes() const override { return repacked_b_bytes() + partial_bytes(); }
 
   std::string describe_b() const {
     switch (b_read) {
@@ -100,7 +98,7 @@ struct GpuKernel final : Kernel {
     if (wgmma)
       return std::string("sm90 wgmma.sp kernel: ") + wgmma->instruction + ", " + sm90::describe_tile(cfg.block_n, cfg.cluster_m) +
              (cfg.persistent ? ", a persistent grid" : ", one CTA per tile") +
-             (cfg.splits > 1 ? ", split K in " + std::to_string(cfg.splits) : "") +
+             (cfg.splits > 1 ? ", split K in " + std::to_string(cfg.splits) + " inside each cluster" : "") +
              (gemm_promotes(desc.a_type) ? (wgmma->promoted ? ", fp8 sums promoted to f32 every 2 instructions"
                                                             : ", fp8 sums in the tensor cores (fast_accumulation)")
                                          : "") +
@@ -183,7 +181,6 @@ struct GpuKernel final : Kernel {
     p.group_m = cfg.group_m;
     p.cluster_m = cfg.cluster_m;
     p.persistent = cfg.persistent;
-    p.partial = cfg.splits > 1 ? static_cast<uint8_t*>(workspace) + repacked_b_bytes() : nullptr;
     if (wgmma)
       sm90::launch(*wgmma, st.a_maps(p), b_map_for(p), p, s);
     else
@@ -270,7 +267,8 @@ struct GpuBackend final : Backend {
     k->instr = in;
     k->b_bits = memory_bits(desc.b_type);
     choose_kernel(*k, pins);
-    const int64_t ctas = k->wgmma ? sm90::ctas(padded_rows(desc.m), desc.n, k->cfg.block_n, k->cfg.cluster_m) : sm80::ctas(padded_rows(desc.m), desc.n);
+    const int64_t ctas = k->wgmma ? sm90::ctas(padded_rows(desc.m), desc.n, k->cfg.block_n, k->cfg.cluster_m) * k->cfg.splits
+                                  : sm80::ctas(padded_rows(desc.m), desc.n);
     if (ctas > INT_MAX)
       fail(Status::not_supported, "GPU: " + std::to_string(ctas) + " CTA tiles of " + std::to_string(desc.m) + " x " +
                                       std::to_string(desc.n) + " exceed the grid's 2^31 - 1");

@@ -51,14 +51,14 @@ struct Params {
   CdType c_type;           // C and D may differ, e.g. C s32 and D s8
   int m_pad, batch;        // rows of A as stored (a multiple of kRowPad) and the batch count
   int batch0;              // first batch entry of this launch (grids hold at most 65535 entries)
-  // Split K (sm90 kernel): splits > 1 writes raw 32-bit accumulators to `partial`
-  // (splits x batch x m_pad x n) for a reduce kernel; each split runs stages_per_split stages.
+  // Split K (sm90 kernel): splits parts of K (1: none) in each cluster, part k running stages
+  // k·stages_per_split .. (sm90/split_k.cuh).
   int splits, stages_per_split;
-  void* partial;
   bool plain;              // alpha = 1, beta = 0, no bias, activation none or ReLU (plain_value)
   int group_m;             // sm90 rasterization: M tiles per group (0: the kernel's default)
-  int cluster_m;           // sm90: CTAs per cluster along M (1 or 2), sharing B's tile by multicast
-  bool persistent;         // sm90: at most one CTA per SM, each taking tile after tile
+  int cluster_m;           // sm90: CTAs per cluster along M (1 or 2), sharing B's tile by multicast (a
+                           // cluster holds cluster_m x splits CTAs)
+  bool persistent;         // sm90: at most one CTA per SM, each taking tile after tile (not with split K)
 };
 
 // The 32-bit shared-memory address of a generic pointer, as PTX shared-space operands take it.

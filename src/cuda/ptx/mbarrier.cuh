@@ -31,6 +31,20 @@ __device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar) {
   ::cuda::ptx::mbarrier_arrive(::cuda::ptx::sem_relaxed, ::cuda::ptx::scope_cluster, ::cuda::ptx::space_cluster, bar, 1u);
 }
 
+// One arrival on a barrier of another CTA of the cluster that publishes this thread's (and, after
+// a __syncwarp, its warp's) shared-memory writes to the threads that wait on it with
+// mbar_wait_cluster: split K's sums (sm90/split_k.cuh). The MEMBAR it costs is paid once per tile.
+__device__ __forceinline__ void mbar_arrive_release_cluster(uint64_t* bar) {
+  ::cuda::ptx::mbarrier_arrive(::cuda::ptx::sem_release, ::cuda::ptx::scope_cluster, ::cuda::ptx::space_cluster, bar);
+}
+
+// Blocks until the barrier's phase of parity `parity` has completed, acquiring at cluster scope
+// what mbar_arrive_release_cluster published.
+__device__ __forceinline__ void mbar_wait_cluster(uint64_t* bar, uint32_t parity) {
+  while (!::cuda::ptx::mbarrier_try_wait_parity(::cuda::ptx::sem_acquire, ::cuda::ptx::scope_cluster, bar, parity)) {
+  }
+}
+
 // Blocks until the barrier's phase of parity `parity` has completed.
 __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
   while (!::cuda::ptx::mbarrier_try_wait_parity(bar, parity)) {

@@ -26,4 +26,11 @@ __device__ __forceinline__ void tma_load_3d_multicast(uint32_t dst, const CUtens
                                     static_cast<void*>(__cvta_shared_to_generic(dst)), map, coords, bar, cta_mask);
 }
 
+// Fetches a tensor map into the TMA unit's cache ahead of its first copy (PTX 9.7.9.26
+// prefetch.tensormap; CCCL has no wrapper): the map is a kernel parameter, and the first copy
+// would otherwise wait for it to come from memory.
+__device__ __forceinline__ void tma_prefetch_map(const CUtensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
+}
+
 }  // namespace spmma::ptx

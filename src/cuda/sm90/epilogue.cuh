@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The sm90 kernel's epilogue, per math warpgroup, while the producer already loads the next
-// tile into the pipeline's stages (a persistent grid, scheduler.cuh). Three ways out:
-//   split K     each thread's raw sums straight from registers into the partial sums (the wgmma
-//               D fragment's pairs: 8 rows x 32 bytes per warp store, whole sectors);
-//   plain f32/s32 D, row-major: the same, straight from registers;
+// tile into the pipeline's stages (a persistent grid, scheduler.cuh); with split K, in part 0's
+// CTA only, on the whole sums (split_k.cuh). Two ways out:
+//   plain f32/s32 D, row-major: the wgmma D fragment's pairs straight from registers (8 rows x
+//               32 bytes per warp store, whole sectors);
 //   any other   through the warp's 16 x 16 scratch block (12 KB beside the stages), one block
 //               at a time: 16-byte stores of runs of 8 along D's contiguous dimension, for
 //               either layout: the plain epilogue inline (epilogue()), the general one in
@@ -102,20 +102,6 @@ __device__ __forceinline__ void epilogue(const Acc (&acc)[BlockN / 2], uint32_t*
       if (row < p.m && col < p.n) f(e, row, col);
     }
   };
-
-  if (p.splits > 1) {  // raw sums for the reduce kernel: rows of p.n words
-    uint32_t* const out = static_cast<uint32_t*>(p.partial) + (static_cast<int64_t>(w.split) * p.batch + w.batch) * p.m_pad * p.n;
-    each_pair([&](int e, int row, int col) {
-      uint32_t* o = out + static_cast<int64_t>(row) * p.n + col;
-      if (p.n % 2 == 0) {
-        *reinterpret_cast<uint2*>(o) = make_uint2(raw(e), raw(e + 1));
-      } else {
-        o[0] = raw(e);
-        if (col + 1 < p.n) o[1] = raw(e + 1);
-      }
-    });
-    return;
-  }
 
   // The plain epilogue on a row-major 4-byte D (f32, s32) straight from registers: a warp's
   // store of the fragment's pairs is 8 rows of 32 bytes, whole sectors. (Through the scratch

@@ -17,10 +17,18 @@ namespace {
 // at least as fast as 4, 8, 16 and 64 at 8192³, 16384³ and 28672x8192x8192 (8192³: 1008 vs 926
 // TFLOP/s for 16).
 constexpr int kGroupM = 32;
-// Split K where the tiles leave most SMs idle (fewer CTAs than half the SMs): up to one wave of
-// CTAs, at least 8 stages (of 2 K steps) per split, at most 16 splits. A sweep of 2-16 splits and
-// 64/128 tiles on the H100 (bf16 4096x16x4096: 15 -> 28 TFLOP/s) confirmed these.
-constexpr int kMinStagesPerSplit = 8, kMaxSplits = 16;
+// Split K where the tiles leave most SMs idle (fewer CTAs than half the SMs), its parts the CTAs
+// of a cluster (split_k.cuh): at least 8 stages (of 2 K steps) per part, at most a cluster's CTAs
+// (kMaxClusterCtas), and as many parts as keep every cluster resident at once: clusters of 2 fill
+// all SMs (ncu: 66 active clusters of 2 on the H100's 132), larger ones do not (GPCs of 16-18
+// SMs), so parts beyond 2 only while the CTAs fill 3/4 of the SMs. Measured on the H100 (cold L2,
+// 2026-11-23, docs/benchmarks.md "Split K in one launch"), 32 tiles (4096 x N x K, N <= 64): 3
+// parts (96 CTAs) 0.99-1.20x the speed of 2 (1.15-1.20x at bf16 K = 14336); 4 parts (128 CTAs
+// in clusters of 4, which did not all fit) 0.70-0.86x of 2, 8 parts 0.47-0.82x. At 64 tiles
+// (N = 128), 3 parts (192 CTAs) 0.66-0.72x of 2.
+constexpr int kMinStagesPerSplit = 8;
+// The narrowest tile width, taken where the tiles are few (choose()).
+constexpr int kNarrowest = 64;
 
 constexpr int kClusterMinMTiles = 4;
 
@@ -57,18 +65,47 @@ Config choose(const MatmulDesc& d, bool promoted, int inst_k, int sm_count, cons
     for (const TileWidth& t : kTileWidths)
       if ((promoted ? t.promoted : t.plain) && t.n >= d.n && t.n < c.block_n) c.block_n = t.n;
   }
+  const int64_t m_pad = gemm::kRowPad * ((d.m + gemm::kRowPad - 1) / gemm::kRowPad);
+  // Few tiles (less than half the SMs): the narrowest tile instead, more CTAs across N. Measured
+  // on the H100 (cold L2, 2026-11-23, docs/benchmarks.md "Split K in one launch"): 4096 x N x 4096
+  // at N = 256 ran 1.81x (bf16) and 2.54x (e4m3) faster on 64-wide tiles than on the 256-wide
+  // tile with 4 parts of K (0.90x at bf16 K = 14336 against 2 parts, 1.26x e4m3); at N = 128,
+  // 64-wide with 2 parts 1.14-1.18x the 128-wide with 2.
+  if (!pins.tile_n && ctas(m_pad, d.n, c.block_n) * d.batch * 2 <= sm_count) c.block_n = kNarrowest;
   c.stages = stages_for(c.block_n);
 
   const int64_t stages = stages_for(d, inst_k);
-  const int64_t tiles = ctas(gemm::kRowPad * ((d.m + gemm::kRowPad - 1) / gemm::kRowPad), d.n, c.block_n) * d.batch;
+  const int64_t tiles = ctas(m_pad, d.n, c.block_n) * d.batch;
+
+  // Clusters of 2 along M share B's tile (TMA multicast): half of B's L2 -> SM traffic, the
+  // larger share of a sparse GEMM's (B is dense, A compressed). Taken where the tiles fill the
+  // GPU (at least one wave) and M has 4 or more tiles, so that an odd CTA past A's rows stays rare.
+  if (pins.cluster_m) {
+    if (pins.cluster_m > kMaxCluster)
+      fail(Status::invalid_argument, "PlanOptions.cluster_m = " + std::to_string(pins.cluster_m) +
+                                         ": the sm90 kernel runs clusters of 1 or 2 CTAs");
+    c.cluster_m = pins.cluster_m;
+  } else {
+    const int64_t m_tiles = (d.m + kBlockM - 1) / kBlockM;
+    c.cluster_m = m_tiles >= kClusterMinMTiles && tiles >= sm_count ? 2 : 1;
+  }
+
+  // Split K: its parts are CTAs of one cluster (tiles.hpp), cluster_m x splits of them at most 8.
+  const int max_splits = kMaxClusterCtas / c.cluster_m;
   int64_t want = 1;
   if (pins.splits) {
-    if (pins.splits > kMaxSplits)
-      fail(Status::invalid_argument,
-           "PlanOptions.splits = " + std::to_string(pins.splits) + ": at most " + std::to_string(kMaxSplits));
+    if (pins.splits > kMaxClusterCtas)
+      fail(Status::invalid_argument, "PlanOptions.splits = " + std::to_string(pins.splits) + ": at most " +
+                                         std::to_string(kMaxClusterCtas) + " (the parts of K are the CTAs of a cluster)");
+    if (pins.splits > max_splits)
+      fail(Status::not_supported, "PlanOptions.splits = " + std::to_string(pins.splits) + " with cluster_m = " +
+                                      std::to_string(c.cluster_m) + ": a cluster holds cluster_m x splits CTAs, at most " +
+                                      std::to_string(kMaxClusterCtas));
     want = pins.splits;
   } else if (tiles * 2 <= sm_count) {
-    want = std::min<int64_t>({sm_count / tiles, stages / kMinStagesPerSplit, kMaxSplits});
+    want = 1;
+    for (int64_t s = 2; s <= std::min<int64_t>(stages / kMinStagesPerSplit, max_splits); ++s)
+      if (tiles * s <= (s <= 2 ? sm_count : sm_count * 3 / 4)) want = s;
   }
   if (want >= 2 && stages >= 2) {
     const int64_t per = per_split(stages, want);
@@ -84,21 +121,14 @@ Config choose(const MatmulDesc& d, bool promoted, int inst_k, int sm_count, cons
                                     " has " + std::to_string(stages) + " pipeline stage(s), too few to split");
   }
 
-  // Clusters of 2 along M share B's tile (TMA multicast): half of B's L2 -> SM traffic, the
-  // larger share of a sparse GEMM's (B is dense, A compressed). Taken where the tiles fill the
-  // GPU (at least one wave) and M has 4 or more tiles, so that an odd CTA past A's rows stays rare.
-  if (pins.cluster_m) {
-    if (pins.cluster_m > kMaxCluster)
-      fail(Status::invalid_argument, "PlanOptions.cluster_m = " + std::to_string(pins.cluster_m) +
-                                         ": the sm90 kernel runs clusters of 1 or 2 CTAs");
-    c.cluster_m = pins.cluster_m;
-  } else {
-    const int64_t m_tiles = (d.m + kBlockM - 1) / kBlockM;
-    c.cluster_m = m_tiles >= kClusterMinMTiles && tiles >= sm_count ? 2 : 1;
-  }
-
-  // The grid: persistent unless pinned (measured against one CTA per tile in docs/benchmarks.md).
-  c.persistent = pins.grid != GridKind::per_tile;
+  // The grid: persistent unless pinned (measured against one CTA per tile in docs/benchmarks.md),
+  // and never with split K, whose parts hand their sums over in the pipeline's shared memory
+  // after the tile's main loop (split_k.cuh): one cluster per tile.
+  if (pins.grid == GridKind::persistent && c.splits > 1)
+    fail(Status::not_supported, "PlanOptions.grid = persistent with split K in " + std::to_string(c.splits) +
+                                    ": split K runs one cluster per tile (its parts hand their sums over in the "
+                                    "pipeline's shared memory); pin grid = per_tile or splits = 1");
+  c.persistent = pins.grid != GridKind::per_tile && c.splits == 1;
 
   if (pins.group_m && (pins.group_m < 1 || pins.group_m > 1024))
     fail(Status::invalid_argument, "PlanOptions.group_m = " + std::to_string(pins.group_m) + ": 1 .. 1024 M tiles");

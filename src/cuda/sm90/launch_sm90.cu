@@ -45,33 +45,7 @@ CUtensorMap byte_map(const char* what, const void* base, int64_t row_bytes, int6
   return map;
 }
 
-// Split K, second step: adds the splits' raw accumulators (wrapping s32, or f32 summed in
-// double and rounded once to f32, the accumulator's type) and applies the epilogue, one thread
-// per element of D.
-__global__ void reduce_splits(const gemm::Params p, bool int_acc) {
-  const int64_t total = static_cast<int64_t>(p.batch) * p.m * p.n;
-  const int64_t slice = static_cast<int64_t>(p.batch) * p.m_pad * p.n;
-  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
-       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int col = static_cast<int>(idx % p.n), row = static_cast<int>(idx / p.n % p.m), b = static_cast<int>(idx / p.n / p.m);
-    const uint32_t* src = static_cast<const uint32_t*>(p.partial) + (static_cast<int64_t>(b) * p.m_pad + row) * p.n + col;
-    if (int_acc) {
-      uint32_t sum = 0;
-      for (int sp = 0; sp < p.splits; ++sp) sum += src[sp * slice];
-      gemm::epilogue_store<uint32_t>(p, b, row, col, sum);
-    } else {
-      double v = 0;
-      for (int sp = 0; sp < p.splits; ++sp) v += __uint_as_float(src[sp * slice]);
-      gemm::epilogue_store<float>(p, b, row, col, __float_as_uint(static_cast<float>(v)));
-    }
-  }
-}
-
 }  // namespace
-
-size_t partial_bytes(int splits, int64_t batch, int64_t m_pad, int64_t n) {
-  return splits > 1 ? static_cast<size_t>(splits) * batch * m_pad * n * 4 : 0;  // raw 32-bit accumulators
-}
 
 bool covers(ElemType a, ElemType b) {
   for (const Entry& e : entries())
@@ -132,12 +106,6 @@ void launch(const Entry& e, const AMaps& a, const CUtensorMap& b, const gemm::Pa
     gemm::Params q = p;
     q.batch0 = b0;
     e.launch(maps, q, s);
-  }
-  if (p.splits > 1) {
-    cuda::check(cudaGetLastError(), "launch of the sm90 kernel");
-    const int64_t total = static_cast<int64_t>(p.batch) * p.m * p.n;
-    const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((total + 255) / 256, 4096));
-    reduce_splits<<<blocks, 256, 0, s>>>(p, detail::gemm_integer(e.a));
   }
 }
 

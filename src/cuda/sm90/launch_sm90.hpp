@@ -35,7 +35,7 @@ struct Entry {
 std::span<const Entry> entries();
 
 // The kernel launch at one instantiation (sm90/launch_tile.cuh): the grid covers batch entries
-// p.batch0 .. min(p.batch, p.batch0 + 65535) - 1 and p.splits parts of K.
+// p.batch0 .. min(p.batch, p.batch0 + 65535) - 1, with p.splits parts of K in each cluster.
 template <ElemType A, ElemType B, int BlockN, bool Promote>
 void launch_tile(const Maps& maps, const gemm::Params& p, cudaStream_t s);
 
@@ -58,8 +58,6 @@ inline int64_t ctas(int64_t m_pad, int64_t n, int block_n, int cluster = 1) {
 // it can): the address of every column must be a multiple of 16 bytes, strides below 2^40.
 std::string b_in_place_unsupported(int64_t ldb_bytes, int64_t batch, int64_t batch_b_bytes, int b_alignment);
 
-// Bytes of split-K partial sums (splits x batch x m_pad x n raw accumulators; 0 without split K).
-size_t partial_bytes(int splits, int64_t batch, int64_t m_pad, int64_t n);
 
 // The tensor maps of A's values and metadata (they depend on A's storage only, so a caller may
 // keep them for every run on that storage) and of B (per B pointer and tile width). Throw
@@ -71,7 +69,7 @@ AMaps encode_a(const gemm::Params& p);
 CUtensorMap encode_b(const gemm::Params& p, int block_n, int b_bits);
 
 // Launches e on stream s with those maps, for every batch entry of p (one launch per 65535
-// entries); with split K, p.partial holds partial_bytes() and a reduce kernel follows.
+// entries; split K inside each launch's clusters, split_k.cuh).
 void launch(const Entry& e, const AMaps& a, const CUtensorMap& b, const gemm::Params& p, cudaStream_t s);
 
 }  // namespace spmma::sm90

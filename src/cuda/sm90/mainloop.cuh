@@ -42,19 +42,28 @@ struct Smem {
     return reinterpret_cast<uint64_t*>(base + kStages * kStageBytes) + slot;
   }
   __device__ __forceinline__ uint64_t* empty(int slot) const { return full(kStages + slot); }
+  // Split K (tiles.hpp): part 0's barrier for the other parts' sums, and where each CTA puts its
+  // sums for part 0 to read: the stages, free once the tile's main loop is done (one tile per
+  // cluster with split K). Math thread i's accumulator j at word (j / 4)·1024 + 4i + j % 4: a
+  // warp reads 512 contiguous bytes per 16-byte load.
+  __device__ __forceinline__ uint64_t* sums_full() const { return full(2 * kStages); }
+  __device__ __forceinline__ uint4* sums() const { return reinterpret_cast<uint4*>(base); }
+  static_assert(kStages * kStageBytes >= kBlockM * BlockN * 4, "the stages hold the tile's sums");
   // Math warp `warp` (0 .. 4·kConsumers - 1)'s block of the epilogue's scratch.
   __device__ __forceinline__ uint32_t* scratch(int warp) const {
     return reinterpret_cast<uint32_t*>(base + kStages * kStageBytes + 1024) + warp * kEpilogueChunk * kEpilogueLd;
   }
 
   // full: the producer's expect_tx arrival (+ the copies' bytes); empty: one arrival per math warp
-  // of each CTA of the cluster (a stage's B arrives in all of them at once, so all must be done
+  // of each CTA sharing the stage's B (it arrives in all of them at once, so all must be done
   // with the slot before either producer refills it).
-  __device__ __forceinline__ void init_barriers(int cluster) const {
+  // sums_full: one arrival per math warp of each other part's CTA.
+  __device__ __forceinline__ void init_barriers(int cluster, int splits) const {
     for (int s = 0; s < kStages; ++s) {
       ptx::mbar_init(full(s), 1);
       ptx::mbar_init(empty(s), kConsumers * 4 * cluster);
     }
+    if (splits > 1) ptx::mbar_init(sums_full(), kConsumers * 4 * (splits - 1));
     ptx::mbar_fence_init();
   }
 };
@@ -73,7 +82,9 @@ __device__ __forceinline__ void produce(const Smem<BlockN>& sm, const CUtensorMa
   const int a_z = p.batch_a_bytes ? w.batch : 0;
   const Box meta = box_meta(p.meta_lanes);
   const uint32_t tx_bytes = box_a().size() + box_b(BlockN).size() + meta.size();
-  const int cl = p.cluster_m, rank = static_cast<int>(blockIdx.x) % cl;
+  // Cluster rank m + cl·k (scheduler.cuh): this CTA shares B with the cl CTAs of its part k of K.
+  const int cl = p.cluster_m, rank = static_cast<int>(blockIdx.x) % (cl * p.splits) % cl;
+  const uint16_t peers = static_cast<uint16_t>(((1u << cl) - 1) << (cl * w.split));
   const Box b_part = box_b(BlockN / cl);  // this CTA's share of B (the tensor map's box)
   for (int i = 0; i < w.stages; ++i, st.advance()) {
     const int s = w.stage_begin + i;
@@ -84,7 +95,7 @@ __device__ __forceinline__ void produce(const Smem<BlockN>& sm, const CUtensorMa
       ptx::tma_load_3d(sm.b(st.index), &tm_b, sm.full(st.index), s * b_part.bytes, w.n0, w.batch);
     else
       ptx::tma_load_3d_multicast(sm.b(st.index) + rank * b_part.size(), &tm_b, sm.full(st.index), s * b_part.bytes,
-                                 w.n0 + rank * b_part.rows, w.batch, (1u << cl) - 1);
+                                 w.n0 + rank * b_part.rows, w.batch, peers);
     ptx::tma_load_3d(sm.meta(st.index), &tm_meta, sm.full(st.index), s * meta.bytes, w.m0 / 16, a_z);
   }
 }

@@ -12,6 +12,8 @@
 //                              (B shared with the other CTA of a cluster of 2 by multicast), on
 //                              into the next tile while the math warpgroups store the last;
 //   consumer  (mainloop.cuh)   warpgroups 1, 2 (64 rows each): wgmma.sp per stage, fp8 promotion;
+//   split K   (split_k.cuh)    the parts of a tile's K range, one per CTA of the cluster, added
+//                              up in part 0's registers from the others' shared memory;
 //   epilogue  (epilogue.cuh)   the math warpgroups write D from registers (or through a small
 //                              scratch block per warp), the next tile's stages loading meanwhile.
 #pragma once
@@ -26,6 +28,7 @@
 #include "sm90/epilogue.cuh"
 #include "sm90/mainloop.cuh"
 #include "sm90/scheduler.cuh"
+#include "sm90/split_k.cuh"
 #include "sm90/tiles.hpp"
 
 namespace spmma::sm90 {
@@ -39,11 +42,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   using State = gemm::PipelineState<Smem<BlockN>::kStages>;
   extern __shared__ uint8_t smem_raw[];
   const Smem<BlockN> sm(smem_raw);
-  if (threadIdx.x == 0) sm.init_barriers(p.cluster_m);
-  // A cluster's CTAs arrive on each other's barriers and write each other's stages: both
-  // barrier sets are initialised before either CTA starts, and neither CTA leaves (its shared
-  // memory gone) while the other may still arrive on it.
-  if (p.cluster_m > 1) ptx::cluster_sync();
+  if (threadIdx.x == 0) sm.init_barriers(p.cluster_m, p.splits);
+  // A cluster's CTAs arrive on each other's barriers, write each other's stages and read each
+  // other's sums: every barrier set is initialised before any CTA starts, and no CTA leaves (its
+  // shared memory gone) while another may still arrive on it or read it.
+  const bool clustered = p.cluster_m * p.splits > 1;
+  if (clustered) ptx::cluster_sync();
   else __syncthreads();
 
   TileScheduler<BlockN> tiles(p);
@@ -52,6 +56,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (wg == 0) {
     ptx::setmaxnreg_dec<kProducerRegs>();
     if (threadIdx.x == 0) {
+      ptx::tma_prefetch_map(&tm_a), ptx::tma_prefetch_map(&tm_b), ptx::tma_prefetch_map(&tm_meta);
       State st = State::producer_start();
       while (tiles.next(w)) produce<BlockN>(sm, tm_a, tm_b, tm_meta, w, p, st);
     }
@@ -62,10 +67,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     typename F::Acc acc[BlockN / 2];
     while (tiles.next(w)) {
       consume<F, BlockN, Promote>(acc, v, w, st);
-      epilogue<typename F::Acc, BlockN, Promote && BlockN == 256>(acc, sm.scratch(threadIdx.x / 32 - 4), w, p, wg - 1);
+      if (reduce_parts<typename F::Acc, BlockN>(acc, sm, p, w))
+        epilogue<typename F::Acc, BlockN, Promote && BlockN == 256>(acc, sm.scratch(threadIdx.x / 32 - 4), w, p, wg - 1);
     }
   }
-  if (p.cluster_m > 1) ptx::cluster_sync();
+  if (clustered) ptx::cluster_sync();
 #else
   __trap();
 #endif

@@ -31,6 +31,11 @@ constexpr int kProducerRegs = 40, kConsumerRegs = 232;
 // retires). The other math warpgroup keeps the tensor cores busy while one waits.
 constexpr int kWindow = 1;
 constexpr int kMaxCluster = 2;                // CTAs per cluster along M: 1, or 2 sharing B by multicast
+// Split K runs inside a cluster: its CTAs take the parts of one tile's K range and the first adds
+// the others' sums from their shared memory (distributed shared memory), in the order of the
+// parts, before its epilogue; no partial sums in global memory and no second kernel. A cluster
+// is cluster_m x splits CTAs, at most the 8 that CUDA guarantees to place on any sm_90 GPU.
+constexpr int kMaxClusterCtas = 8;
 constexpr int kMaxMetaLanes = 32;             // P: lanes of a 16-row block's metadata group (8 per quad row)
 static_assert(kStepsPerStage == gemm::kMetaGroup, "a stage holds one fragment-ready metadata group");
 static_assert(kBlockM == gemm::kRowPad, "A's rows are padded to the CTA tile");
