@@ -10,7 +10,12 @@ version and commit, date, command, repetitions), the table each row's median and
     python3 scripts/benchmarks_md.py --decode bench.json     the decode sweep, cold rows with the
         hot TFLOP/s beside them, against cuBLAS and cuSPARSELt, the weight stream and its share of
         the copy rate ("Cold L2 and the decode sweep")
+    python3 scripts/benchmarks_md.py --check DOC STANDING.json DECODE.json
+        fails unless DOC holds both tables exactly as made from those records (test
+        benchmarks_doc): a hand edit of a number, or new records without regenerating, fails it
 """
+import contextlib
+import io
 import json
 import math
 import sys
@@ -111,7 +116,24 @@ def decode(rows):
                       f"{f(vd, 2)} | {f(vs, 2)} | {c['weight_gbps']:.0f} | {f(c['weight_gbps'] / cr if cr else None, 2)} |")
 
 
+def check(doc, standing_json, decode_json):
+    text = open(doc).read()
+    bad = 0
+    for name, fn, path in (("--standing", standing, standing_json), ("--decode", decode, decode_json)):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            fn(json.load(open(path)))
+        if out.getvalue().strip() not in text:
+            print(f"{doc}: the table of `scripts/benchmarks_md.py {name} {path}` is not in it, as made; regenerate it")
+            bad += 1
+        else:
+            print(f"{doc}: the {name[2:]} table matches {path}")
+    return 1 if bad else 0
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 5 and sys.argv[1] == "--check":
+        sys.exit(check(*sys.argv[2:]))
     if len(sys.argv) == 3 and sys.argv[1] in ("--standing", "--decode"):
         (standing if sys.argv[1] == "--standing" else decode)(json.load(open(sys.argv[2])))
     else:
