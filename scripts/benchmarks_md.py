@@ -10,6 +10,9 @@ version and commit, date, command, repetitions), the table each row's median and
     python3 scripts/benchmarks_md.py --decode bench.json     the decode sweep, cold rows with the
         hot TFLOP/s beside them, against cuBLAS and cuSPARSELt, the weight stream and its share of
         the copy rate ("Cold L2 and the decode sweep")
+    python3 scripts/benchmarks_md.py --configs bench.json    scripts/device-hopper.sh's records (each
+        with its "config" label): TFLOP/s per shape, type and configuration, in the order the
+        labels first appear, and cuBLAS's (the experiment tables of docs/benchmarks.md's history)
     python3 scripts/benchmarks_md.py --check DOC STANDING.json DECODE.json
         fails unless DOC holds both tables exactly as made from those records (test
         benchmarks_doc): a hand edit of a number, or new records without regenerating, fails it
@@ -116,6 +119,19 @@ def decode(rows):
                       f"{f(vd, 2)} | {f(vs, 2)} | {c['weight_gbps']:.0f} | {f(c['weight_gbps'] / cr if cr else None, 2)} |")
 
 
+def configs(rows, sweep=None):
+    labels = list(dict.fromkeys(r["config"] for r in rows))
+    by = {}
+    for r in rows:
+        by.setdefault((r["type"], r["m"], r["n"], r["k"]), {}).setdefault(r["config"], []).append(r)
+    print("| type | M×N×K | " + " | ".join(labels) + " | cuBLAS |")
+    print("|---" * (len(labels) + 3) + "|")
+    for (t, m, n, k), v in by.items():
+        cells = [f(sum(r["spmma_tflops"] for r in v[l]) / len(v[l])) if l in v else "-" for l in labels]
+        cub = [r["cublas_tflops"] for l in labels for r in v.get(l, []) if r.get("cublas_tflops")]
+        print(f"| {t} | {m}×{n}×{k} | " + " | ".join(cells) + f" | {f(sum(cub) / len(cub) if cub else None)} |")
+
+
 def check(doc, standing_json, decode_json):
     text = open(doc).read()
     bad = 0
@@ -134,7 +150,7 @@ def check(doc, standing_json, decode_json):
 if __name__ == "__main__":
     if len(sys.argv) == 5 and sys.argv[1] == "--check":
         sys.exit(check(*sys.argv[2:]))
-    if len(sys.argv) == 3 and sys.argv[1] in ("--standing", "--decode"):
-        (standing if sys.argv[1] == "--standing" else decode)(json.load(open(sys.argv[2])))
+    if len(sys.argv) == 3 and sys.argv[1] in ("--standing", "--decode", "--configs"):
+        {"--standing": standing, "--decode": decode, "--configs": configs}[sys.argv[1]](json.load(open(sys.argv[2])))
     else:
         main(sys.argv[1])
