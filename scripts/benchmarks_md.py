@@ -13,9 +13,15 @@ version and commit, date, command, repetitions), the table each row's median and
     python3 scripts/benchmarks_md.py --configs bench.json    scripts/device-hopper.sh's records (each
         with its "config" label): TFLOP/s per shape, type and configuration, in the order the
         labels first appear, and cuBLAS's (the experiment tables of docs/benchmarks.md's history)
-    python3 scripts/benchmarks_md.py --check DOC STANDING.json DECODE.json
-        fails unless DOC holds both tables exactly as made from those records (test
-        benchmarks_doc): a hand edit of a number, or new records without regenerating, fails it
+    python3 scripts/benchmarks_md.py --mlp mlp.json [before.json LABEL]
+        bench/torch_mlp.py's records: per dtype, token count and variant, eager and graph µs,
+        eager overhead, the ratios to dense (spmma's above 1 in bold), and the eager µs of an earlier run
+        (docs/python.md, "Speed on the H100")
+    python3 scripts/benchmarks_md.py --check ROOT
+        fails unless every current table of the docs (CHECKED below: "Where spmma stands" and the
+        decode sweep in docs/benchmarks.md, the MLP block in docs/python.md) is exactly what this
+        script makes of its committed records (test benchmarks_doc): a hand edit of a number, or
+        new records without regenerating, fails it
 """
 import contextlib
 import io
@@ -132,24 +138,59 @@ def configs(rows, sweep=None):
         print(f"| {t} | {m}×{n}×{k} | " + " | ".join(cells) + f" | {f(sum(cub) / len(cub) if cub else None)} |")
 
 
-def check(doc, standing_json, decode_json):
-    text = open(doc).read()
+def mlp(rows, before=None, label=""):
+    names = {"dense": "dense", "torch 2:4": "PyTorch 2:4", "spmma": "spmma"}
+    old = {(r["dtype"], r["tokens"], r["variant"]): r for r in before or [] if not r.get("error")}
+    dense = {(r["dtype"], r["tokens"]): r for r in rows if r["variant"] == "dense" and not r.get("error")}
+
+    def ratio(x, r):  # spmma's wins in bold
+        return f"**{x:.2f}**" if r["variant"] == "spmma" and round(x, 2) > 1 else f"{x:.2f}"
+
+    print("| dtype | tokens | variant | eager µs | graph µs | eager overhead µs | eager vs dense | graph vs dense |" +
+          (f" eager µs at {label} |" if before else ""))
+    print("|---" * (8 + bool(before)) + "|")
+    for r in rows:
+        if r.get("error"):  # the records keep the refusal; the table has no row for it
+            continue
+        d = dense[(r["dtype"], r["tokens"])]
+        tokens = f"{r['tokens']} (prefill)" if r["phase"] == "prefill" else str(r["tokens"])
+        o = old.get((r["dtype"], r["tokens"], r["variant"]))
+        print(f"| {r['dtype']} | {tokens} | {names[r['variant']]} | {r['eager_us']:.0f} | {r['graph_us']:.0f} | "
+              f"{r['overhead_us']:.0f} | {ratio(d['eager_us'] / r['eager_us'], r)} | {ratio(d['graph_us'] / r['graph_us'], r)} |" +
+              (f" {o['eager_us']:.0f} |" if before and o else " - |" if before else ""))
+
+
+# The current tables of the docs and the records they are made from (--check).
+CHECKED = (
+    ("docs/benchmarks.md", "--standing", standing, ("docs/data/bench-h100-full.json",)),
+    ("docs/benchmarks.md", "--decode", decode, ("docs/data/bench-h100-decode.json",)),
+    ("docs/python.md", "--mlp", mlp, ("docs/data/torch-mlp-h100.json", "docs/data/torch-mlp-h100-c75ee41.json", "c75ee41")),
+)
+
+
+def check(root):
     bad = 0
-    for name, fn, path in (("--standing", standing, standing_json), ("--decode", decode, decode_json)):
+    for doc, name, fn, args in CHECKED:
+        text = open(f"{root}/{doc}").read()
+        loaded = [json.load(open(f"{root}/{a}")) if a.endswith(".json") else a for a in args]
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
-            fn(json.load(open(path)))
+            fn(*loaded)
+        cmd = f"python3 scripts/benchmarks_md.py {name} {' '.join(args)}"
         if out.getvalue().strip() not in text:
-            print(f"{doc}: the table of `scripts/benchmarks_md.py {name} {path}` is not in it, as made; regenerate it")
+            print(f"{doc}: the table of `{cmd}` is not in it as made; regenerate it")
             bad += 1
         else:
-            print(f"{doc}: the {name[2:]} table matches {path}")
+            print(f"{doc}: matches `{cmd}`")
     return 1 if bad else 0
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 5 and sys.argv[1] == "--check":
-        sys.exit(check(*sys.argv[2:]))
+    if len(sys.argv) == 3 and sys.argv[1] == "--check":
+        sys.exit(check(sys.argv[2]))
+    if len(sys.argv) in (3, 5) and sys.argv[1] == "--mlp":
+        mlp(json.load(open(sys.argv[2])), *([json.load(open(sys.argv[3])), sys.argv[4]] if len(sys.argv) == 5 else []))
+        sys.exit(0)
     if len(sys.argv) == 3 and sys.argv[1] in ("--standing", "--decode", "--configs"):
         {"--standing": standing, "--decode": decode, "--configs": configs}[sys.argv[1]](json.load(open(sys.argv[2])))
     else:
