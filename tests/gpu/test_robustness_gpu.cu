@@ -355,6 +355,11 @@ class Robust : public ::testing::Test {
   void TearDown() override {
     if (h_) expect_context_alive();
   }
+  // Whether the plans here run the sm90 kernel (an sm_90 GPU, sm_90a machine code, a listed type).
+  bool sm90_runs() const {
+    return h_->compute_capability() == 90 && !supported_types(*h_).empty() &&
+           Plan(*h_, desc_of(T::bf16, T::bf16, T::f32, 16, 8, 32)).info().kernel == KernelFamily::sm90;
+  }
   std::unique_ptr<Handle> h_;
 };
 
@@ -783,8 +788,7 @@ TEST(BuildArchitectures, HandleFollowsTheLoadedMachineCode) {
 // refused, naming why.
 TEST_F(Robust, EveryPinnedConfigurationMatchesTheCpu) {
   std::mt19937_64 rng(seed() + 8);
-  if (h_->compute_capability() == 90 && supported_types(*h_).size() > 0 &&
-      Plan(*h_, desc_of(T::bf16, T::bf16, T::f32, 16, 8, 32)).info().kernel == KernelFamily::sm90) {
+  if (sm90_runs()) {
     // Every instantiation of the sm90 kernel, each on purpose: every pair of the pair table the
     // kernel covers, every tile width, with and without fp8 promotion (a width the kernel is not
     // built with must be refused, naming the widths it has), split counts 1-4 in turn, every C/D
@@ -905,9 +909,7 @@ TEST_F(Robust, EveryPinnedConfigurationMatchesTheCpu) {
 // share its half of B), one M tile, N not a multiple of the tile or of half of it, batches with
 // A shared and per entry, split K, both D layouts, C, against the CPU.
 TEST_F(Robust, ClustersOfTwoMatchTheCpu) {
-  if (h_->compute_capability() != 90 || supported_types(*h_).empty() ||
-      Plan(*h_, desc_of(T::bf16, T::bf16, T::f32, 16, 8, 32)).info().kernel != KernelFamily::sm90)
-    GTEST_SKIP() << "the sm90 kernel does not run here (needs an sm_90 GPU and sm_90a machine code)";
+  if (!sm90_runs()) GTEST_SKIP() << "the sm90 kernel does not run here (needs an sm_90 GPU and sm_90a machine code)";
   std::mt19937_64 rng(seed() + 9);
   int turn = 0;
   for (T t : {T::bf16, T::e4m3, T::s8})
@@ -940,9 +942,7 @@ TEST_F(Robust, ClustersOfTwoMatchTheCpu) {
 // odd N, batches, clusters of 2 with an odd number of M tiles. (Split K runs one cluster per
 // tile: SplitKInsideTheClusterMatchesTheCpu.)
 TEST_F(Robust, PersistentGridMatchesTheCpu) {
-  if (h_->compute_capability() != 90 || supported_types(*h_).empty() ||
-      Plan(*h_, desc_of(T::bf16, T::bf16, T::f32, 16, 8, 32)).info().kernel != KernelFamily::sm90)
-    GTEST_SKIP() << "the sm90 kernel does not run here (needs an sm_90 GPU and sm_90a machine code)";
+  if (!sm90_runs()) GTEST_SKIP() << "the sm90 kernel does not run here (needs an sm_90 GPU and sm_90a machine code)";
   std::mt19937_64 rng(seed() + 11);
   struct Case {
     T a, cd;
@@ -992,9 +992,7 @@ TEST_F(Robust, PersistentGridMatchesTheCpu) {
 // CUDA graph; each against the CPU, and each run again three times to the same bytes. The plans
 // that split need no workspace (B in place), and the heuristics' own choice splits too.
 TEST_F(Robust, SplitKInsideTheClusterMatchesTheCpu) {
-  if (h_->compute_capability() != 90 || supported_types(*h_).empty() ||
-      Plan(*h_, desc_of(T::bf16, T::bf16, T::f32, 16, 8, 32)).info().kernel != KernelFamily::sm90)
-    GTEST_SKIP() << "the sm90 kernel does not run here (needs an sm_90 GPU and sm_90a machine code)";
+  if (!sm90_runs()) GTEST_SKIP() << "the sm90 kernel does not run here (needs an sm_90 GPU and sm_90a machine code)";
   std::mt19937_64 rng(seed() + 13);
   struct Case {
     T a, cd;
@@ -1086,7 +1084,7 @@ TEST_F(Robust, SplitKInsideTheClusterMatchesTheCpu) {
 TEST_F(Robust, ScaleVectorsMatchTheCpu) {
   if (supported_types(*h_).empty()) GTEST_SKIP() << "no GPU";
   std::mt19937_64 rng(seed() + 10);
-  const bool sm90 = Plan(*h_, desc_of(T::bf16, T::bf16, T::f32, 16, 8, 32)).info().kernel == KernelFamily::sm90;
+  const bool sm90 = sm90_runs();
   int turn = 0;
   for (auto [a, cd] : {std::pair{T::bf16, T::bf16}, std::pair{T::e4m3, T::f32}, std::pair{T::s8, T::s8}, std::pair{T::s8, T::s32},
                        std::pair{T::e4m3, T::e4m3}, std::pair{T::bf16, T::e5m2}})
@@ -1123,7 +1121,7 @@ TEST_F(Robust, ScaleVectorsMatchTheCpu) {
 // element off its alignment).
 TEST_F(Robust, EpilogueRunsOfEightMatchTheCpu) {
   if (supported_types(*h_).empty()) GTEST_SKIP() << "no GPU";
-  if (Plan(*h_, desc_of(T::bf16, T::bf16, T::f32, 16, 8, 32)).info().kernel != KernelFamily::sm90)
+  if (!sm90_runs())
     GTEST_SKIP() << "the runs of 8 are the sm90 kernel's way out (sm_90a)";
   std::mt19937_64 rng(seed() + 12);
   for (auto [a, cd] : {std::pair{T::bf16, T::bf16}, std::pair{T::f16, T::f16}, std::pair{T::bf16, T::f32},
@@ -1158,7 +1156,7 @@ TEST_F(Robust, EpilogueRunsOfEightMatchTheCpu) {
 TEST_F(Robust, Fp8OutputSaturatesLikeTheCpu) {
   if (supported_types(*h_).empty()) GTEST_SKIP() << "no GPU";
   std::mt19937_64 rng(seed() + 11);
-  const bool sm90 = Plan(*h_, desc_of(T::bf16, T::bf16, T::f32, 16, 8, 32)).info().kernel == KernelFamily::sm90;
+  const bool sm90 = sm90_runs();
   int turn = 0;
   for (T cd : {T::e4m3, T::e5m2})
     for (KernelFamily kernel : {KernelFamily::sm90, KernelFamily::sm80})
