@@ -477,7 +477,7 @@ TEST_F(Robust, EveryListedCombinationMatchesTheCpuWithSpecials) {
 TEST_F(Robust, IntegerOutputWithNonFiniteBias) {
   std::mt19937_64 rng(seed() + 3);
   for (T cd : {T::s32, T::s8})
-    for (int n : {8, 300}) {  // the sm90 epilogue's element path and its split-K reduce
+    for (int n : {8, 300}) {  // the sm90 epilogue's element path and split K's hand-over in the cluster
       MatmulDesc d = desc_of(T::s8, T::s8, cd, 130, n, n == 8 ? 4096 : 128);
       d.bias = true;
       Images im = make_images(d, rng, {});
@@ -1078,7 +1078,7 @@ TEST_F(Robust, SplitKInsideTheClusterMatchesTheCpu) {
 }
 
 // Scale vectors on every GPU path, against the CPU: the sm90 kernel's vector rows (row-major D)
-// and element stores (column-major D, C), split K's reduce kernel, the sm80 kernel; float and
+// and element stores (column-major D, C), split K's hand-over in the cluster, the sm80 kernel; float and
 // integer D (s8: a requantization with per-row and per-column scales), batches with one A per
 // entry (one row vector each).
 TEST_F(Robust, ScaleVectorsMatchTheCpu) {
@@ -1151,7 +1151,7 @@ TEST_F(Robust, EpilogueRunsOfEightMatchTheCpu) {
 
 // fp8 D saturates to its largest finite value on both backends, on every way out of both kernels:
 // the plain epilogue (alpha 1: the sm90 kernel's 8-byte row stores through its scratch, or
-// column-major D elementwise), the general one (alpha, bias, ReLU), split K's reduce. B is scaled
+// column-major D elementwise), the general one (alpha, bias, ReLU), split K's hand-over in the cluster. B is scaled
 // up (x64) so that many sums of an e4m3 product leave e4m3's range (448).
 TEST_F(Robust, Fp8OutputSaturatesLikeTheCpu) {
   if (supported_types(*h_).empty()) GTEST_SKIP() << "no GPU";
