@@ -125,7 +125,7 @@ def decode(rows):
                       f"{f(vd, 2)} | {f(vs, 2)} | {c['weight_gbps']:.0f} | {f(c['weight_gbps'] / cr if cr else None, 2)} |")
 
 
-def configs(rows, sweep=None):
+def configs(rows):
     labels = list(dict.fromkeys(r["config"] for r in rows))
     by = {}
     for r in rows:

@@ -7,7 +7,6 @@
 #include <algorithm>
 
 #include "device_buffer.cuh"
-#include "spmma/detail/gemm_pairs.hpp"
 #include "spmma/error.hpp"
 
 namespace spmma::sm90 {

@@ -58,7 +58,6 @@ inline int64_t ctas(int64_t m_pad, int64_t n, int block_n, int cluster = 1) {
 // it can): the address of every column must be a multiple of 16 bytes, strides below 2^40.
 std::string b_in_place_unsupported(int64_t ldb_bytes, int64_t batch, int64_t batch_b_bytes, int b_alignment);
 
-
 // The tensor maps of A's values and metadata (they depend on A's storage only, so a caller may
 // keep them for every run on that storage) and of B (per B pointer and tile width). Throw
 // spmma::Error when the driver rejects a map, naming the operand and its sizes.

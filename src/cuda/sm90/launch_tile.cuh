@@ -52,11 +52,10 @@ void launch_tile(const Maps& m, const gemm::Params& p, cudaStream_t s) {
   cluster.val.clusterDim.x = static_cast<unsigned>(cluster_ctas), cluster.val.clusterDim.y = 1, cluster.val.clusterDim.z = 1;
   cfg.attrs = &cluster;
   cfg.numAttrs = cluster_ctas > 1 ? 1 : 0;
-  // One cluster per unit, or a persistent grid (scheduler.cuh): at most as many as fit at once.
-  // Split K is one cluster per unit always: its parts hand their sums over in the stages.
+  // One cluster per unit, or a persistent grid (scheduler.cuh): at most as many as fit at once
+  // (never with split K, whose parts hand their sums over in the stages: the plan decides).
   const int64_t ctas = cluster_ctas * work_units(p.m_pad, p.n, BlockN, p.cluster_m, std::min(gemm::kMaxGridBatch, p.batch - p.batch0));
-  cfg.gridDim = dim3(static_cast<unsigned>(p.persistent && p.splits == 1 ? std::min<int64_t>(ctas, resident_ctas(kernel, cfg, p.cluster_m))
-                                                                         : ctas));
+  cfg.gridDim = dim3(static_cast<unsigned>(p.persistent ? std::min<int64_t>(ctas, resident_ctas(kernel, cfg, p.cluster_m)) : ctas));
   cuda::check(cudaLaunchKernelEx(&cfg, kernel, m.a, m.b, m.meta, p), "launch of the sm90 kernel");
 }
 

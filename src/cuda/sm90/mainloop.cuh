@@ -82,9 +82,9 @@ __device__ __forceinline__ void produce(const Smem<BlockN>& sm, const CUtensorMa
   const int a_z = p.batch_a_bytes ? w.batch : 0;
   const Box meta = box_meta(p.meta_lanes);
   const uint32_t tx_bytes = box_a().size() + box_b(BlockN).size() + meta.size();
-  // Cluster rank m + cl·k (scheduler.cuh): this CTA shares B with the cl CTAs of its part k of K.
-  const int cl = p.cluster_m, rank = static_cast<int>(blockIdx.x) % (cl * p.splits) % cl;
-  const uint16_t peers = static_cast<uint16_t>(((1u << cl) - 1) << (cl * w.split));
+  // This CTA shares B with the cl CTAs of its part of K (cluster_rank_of, scheduler.cuh).
+  const int cl = p.cluster_m, rank = w.m_rank;
+  const uint16_t peers = static_cast<uint16_t>(((1u << cl) - 1) << cluster_rank_of(cl, 0, w.split));
   const Box b_part = box_b(BlockN / cl);  // this CTA's share of B (the tensor map's box)
   for (int i = 0; i < w.stages; ++i, st.advance()) {
     const int s = w.stage_begin + i;

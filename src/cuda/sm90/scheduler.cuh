@@ -16,9 +16,13 @@
 
 namespace spmma::sm90 {
 
+// The cluster rank of the CTA of M tile m (of its unit's cluster_m) and part k of K.
+SPMMA_HD constexpr int cluster_rank_of(int cluster_m, int m, int k) { return m + cluster_m * k; }
+
 struct WorkTile {
   int m0, n0;       // the tile's first row and column of D
   int batch;        // batch entry
+  int m_rank;       // which of its unit's cluster_m M tiles (0 without clusters along M)
   int split;        // split K: which part (0 without split K); part 0 reduces and stores
   int stage_begin;  // first pipeline stage (metadata group: 2 K steps) of this CTA's K range
   int stages;       // stages of this CTA's K range
@@ -58,6 +62,7 @@ class TileScheduler {
     w.m0 = ((first + in_group % units) * cl_ + rank_) * kBlockM;
     w.n0 = (in_group / units) * BlockN;
     w.batch = p_.batch0 + batch;
+    w.m_rank = rank_;
     // K steps padded to a whole metadata group run on zero A and B (TMA fills zeros past K) with
     // the padding word's valid nibbles.
     w.split = split_;

@@ -42,7 +42,7 @@ __device__ __forceinline__ bool reduce_parts(Acc (&acc)[BlockN / 2], const Smem<
   // (the wgmma D fragment), so a decode tile (N = 16 of 64 columns) hands over a quarter of it.
   // With all 64 columns handed over, 4 and 8 parts measured slower than 2 on the H100 (bf16
   // 4096x16x4096, cold L2: 19.5 and 13.8 TFLOP/s against 23.7), part 0 reading 32 KB per part.
-  const int groups = min(BlockN, p.n - w.n0) / 8 + (min(BlockN, p.n - w.n0) % 8 != 0);
+  const int groups = (min(BlockN, p.n - w.n0) + 7) / 8;
   if (w.split != 0) {
     // Both math warpgroups' last wgmmas have read the stages before either overwrites them.
     ptx::named_barrier_sync(kMathBarrier, kMath);
@@ -51,12 +51,11 @@ __device__ __forceinline__ bool reduce_parts(Acc (&acc)[BlockN / 2], const Smem<
     for (int j = 0; j < BlockN / 2; j += 4)
       if (j / 4 < groups) out[(j / 4) * kMath + i] = make_uint4(raw(j), raw(j + 1), raw(j + 2), raw(j + 3));
     __syncwarp();
-    const uint32_t part0 = ptx::cluster_rank() - static_cast<uint32_t>(p.cluster_m * w.split);
+    const int part0 = cluster_rank_of(p.cluster_m, w.m_rank, 0);
     if (threadIdx.x % 32 == 0) ptx::mbar_arrive_release_cluster(ptx::in_cta(sm.sums_full(), part0));
     return false;
   }
   ptx::mbar_wait_cluster(sm.sums_full(), 0);  // one tile per cluster: the barrier's first phase
-  const uint32_t rank = ptx::cluster_rank();
   // Groups of 4 uint4 (16 sums): their loads from one part are in flight together. The sums add
   // in the accumulator's own arithmetic, with no second register set: in double (16 at a time) the
   // 256-wide tiles and the promoted 192-wide ones spilled (tests/sass).
@@ -65,7 +64,7 @@ __device__ __forceinline__ bool reduce_parts(Acc (&acc)[BlockN / 2], const Smem<
   for (int j0 = 0; j0 < BlockN / 2; j0 += kGroup) {
     if (j0 / 4 >= groups) break;
     for (int k = 1; k < p.splits; ++k) {
-      const uint4* in = ptx::in_cta(sm.sums(), rank + static_cast<uint32_t>(p.cluster_m * k));
+      const uint4* in = ptx::in_cta(sm.sums(), cluster_rank_of(p.cluster_m, w.m_rank, k));
       uint4 q[kGroup / 4];
 #pragma unroll
       for (int c = 0; c < kGroup / 4; ++c)
