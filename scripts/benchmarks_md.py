@@ -110,8 +110,15 @@ def decode(rows):
         return 2 * c if c and conv.startswith("device-to-device cudaMemcpyAsync; bytes read per second") else c
 
     by = {(r["type"], r["m"], r["k"], r["n"], r.get("l2", "hot")): r for r in rows}
-    print("| type | M×K | N | spmma TFLOP/s cold (hot) | vs cuBLAS cold | vs cuSPARSELt cold | weight GB/s cold | of copy |")
-    print("|---|---|---|---|---|---|---|---|")
+    # cuSPARSELt's profiler kernel time (bench/cusparselt_torch.py, records since 2026-11-24): the
+    # kernel alone, no launch; the column beside the same-method (held-stream events) ratio.
+    def kernel_only(r):
+        k = (r.get("cusparselt_record") or {}).get("cusparselt_kernel_ms")
+        return k / r["spmma_ms"] if k and r.get("spmma_ms") else None
+
+    print("| type | M×K | N | spmma TFLOP/s cold (hot) | vs cuBLAS cold | vs cuSPARSELt cold | vs its kernel time | "
+          "weight GB/s cold | of copy |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for t in dict.fromkeys(r["type"] for r in rows):
         for (m, k) in DECODE_WEIGHTS:
             for n in DECODE_N:
@@ -122,7 +129,8 @@ def decode(rows):
                 vs = c["spmma_tflops"] / c["cusparselt_tflops"] if c.get("cusparselt_tflops") else None
                 cr = copy_rate(c)
                 print(f"| {t} | {m}×{k} | {n} | {c['spmma_tflops']:.1f} ({f(h['spmma_tflops']) if h else '-'}) | "
-                      f"{f(vd, 2)} | {f(vs, 2)} | {c['weight_gbps']:.0f} | {f(c['weight_gbps'] / cr if cr else None, 2)} |")
+                      f"{f(vd, 2)} | {f(vs, 2)} | {f(kernel_only(c), 2)} | {c['weight_gbps']:.0f} | "
+                      f"{f(c['weight_gbps'] / cr if cr else None, 2)} |")
 
 
 def configs(rows):

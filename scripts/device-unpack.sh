@@ -4,5 +4,5 @@
 # carry limit) into .devbin/ on the lent GPU machine.
 set -euo pipefail
 mkdir -p .devbin
-[ -f .devpack/bins.tgz ] && tar -C .devbin -xzf .devpack/bins.tgz
+[ -f .devpack/bins.tgz ] && tar -C .devbin -xf .devpack/bins.tgz  # gzip or xz: tar finds which
 ls .devbin

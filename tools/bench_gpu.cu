@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // spmma bench, GPU: for each shape and type, a random A that already has its sparsity pattern
 // (so cuBLAS multiplies the very same matrix), B random, D = A·B by spmma and by cuBLASLt;
-// kernel time by device events (median), the call's end-to-end time by the host clock.
+// kernel time by device events (median) on a held stream (HeldTimer: the GPU's time alone), the
+// call's end-to-end time by the host clock.
 // With Options::prune (`spmma demo`), A is dense random, compress() prunes it on the device, and
 // cuBLAS multiplies the host's prune_magnitude of the same A.
 #include <cublasLt.h>
@@ -18,6 +19,7 @@
 
 #include "bench_gpu.hpp"
 #include "device_buffer.cuh"
+#include "ptx/timer.cuh"
 #include "spmma/error.hpp"
 #include "spmma/matmul.hpp"
 #include "spmma/matrix.hpp"
@@ -114,6 +116,46 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// Spins one thread on the global timer for `ns`: the stream's queue fills behind it.
+__global__ void hold_stream(uint64_t ns) { ptx::spin_ns(ns); }
+
+// Times one call by device events with the stream held first (NVBench's blocking kernel): the
+// start event, the call and the end event are all enqueued behind hold_stream, so the window opens
+// on a queue that already holds the call and times the GPU's work alone. Opened on an idle stream
+// (spmma bench before 2026-11-24), the window also counted the host's enqueueing (Plan::run's
+// 5.4-5.6 µs, cuBLASLt's own): on the H100 that was a quarter to a half of a decode row's time
+// (docs/benchmarks.md, "How spmma bench measures"). The hold starts at 100 µs, about 20x
+// Plan::run's enqueueing; a call whose window opened before it was enqueued (a first call that
+// loads its kernel; cuBLASLt at 8192^3 now and then, H100 2026-11-24) is no measurement: its time
+// is dropped, counted in `missed` (the row's note says how many), and the hold doubles.
+struct HeldTimer {
+  cudaStream_t s;
+  cudaEvent_t e0, e1;
+  uint64_t hold_ns = 100'000;
+  int missed = 0;
+  // The call's time (ms), or nothing where the hold ran out before it was enqueued.
+  template <class Call>
+  std::optional<double> ms(Call&& call) {
+    hold_stream<<<1, 1, 0, s>>>(hold_ns);
+    check(cudaGetLastError(), "hold_stream");
+    check(cudaEventRecord(e0, s), "event");
+    call();
+    check(cudaEventRecord(e1, s), "event");
+    const cudaError_t q = cudaEventQuery(e0);  // done already: the window opened before the call was queued
+    if (q != cudaSuccess && q != cudaErrorNotReady) check(q, "event query");
+    (void)cudaGetLastError();  // cudaErrorNotReady is a state, not an error
+    check(cudaEventSynchronize(e1), "timed call");
+    if (q == cudaSuccess) {
+      ++missed;
+      hold_ns = std::min<uint64_t>(2 * hold_ns, 50'000'000);
+      return std::nullopt;
+    }
+    float t = 0;
+    check(cudaEventElapsedTime(&t, e0, e1), "elapsed");
+    return t;
+  }
+};
+
 // D_cm(N x M) = op(B)ᵀ(N x K) · A_cm(K x M): both operands K-contiguous ("TN"), D row-major M x N.
 struct CublasGemm {
   cublasLtHandle_t h = nullptr;
@@ -173,7 +215,7 @@ double elem_value(const uint8_t* p, int64_t i, ElemType t) { return decode(t, lo
 // At most this many copies in a cold rotation. Plan::run's pointer checks keep a thread's 16 most
 // recent pointers (src/cuda/api/device_check.cu): up to about 13 copies of B, with D and the
 // workspace, every call is answered there; beyond, a call asks the driver about its B again (about
-// 1 µs of host time, inside the event window like all of Plan::run's). The decode sweep's smallest
+// 1 µs of host time, counted in `host us`; the event window leaves host time out, HeldTimer). The decode sweep's smallest
 // weight (4096 x 4096 e4m3, 10 MiB compressed) needs 11 copies on the H100; a weight under ~2 MB
 // would need more than 64, and its call is launch-bound anyway (the row's note says how cold it is).
 constexpr int kMaxColdCopies = 64;
@@ -193,6 +235,7 @@ struct ModeTiming {
   bool refused = false;  // cold: not even 2 copies fit (note says the sizes)
   int copies = 1, dense_copies = 1;
   uint64_t between = 0, dense_between = 0;
+  int missed = 0;  // timed calls (spmma's and cuBLAS's) enqueued after their hold ran out (HeldTimer)
   std::string note;
 };
 
@@ -227,6 +270,9 @@ Row row_for_mode(const Row& r, const ModeTiming& mt, uint64_t l2_bytes) {
   if (mt.mode == L2Mode::cold && mt.dense_ran && mt.dense_between < 2 * l2_bytes)
     note += (note.empty() ? "" : "; ") + std::string("cold L2, cuBLAS: ") + std::to_string(mt.dense_copies) +
             " copies, " + mib(mt.dense_between) + " between two uses, under 2x the L2: partly warm";
+  if (mt.missed > 0)
+    note += (note.empty() ? "" : "; ") + std::to_string(mt.missed) +
+            " timed calls (spmma's and cuBLAS's) enqueued after their stream's hold ran out: left out of the median";
   if (!note.empty()) out.note = out.note.empty() ? note : out.note + "; " + note;
   if (mt.refused) out.verified = false;  // not timed: bench names the row and exits 1
   return out;
@@ -454,8 +500,7 @@ std::vector<Row> run_gpu(const Options& o) {
         // token, the other layers' weights read in between, and the timed calls run back to back
         // exactly as the hot ones do. Copy 0 is the case's own A and B; each copy has its own Plan,
         // because a plan keeps the tensor map of the last B it saw, and one plan rotating B would
-        // encode a map on every call, host time that the event window (opened before the call is
-        // enqueued) would count.
+        // encode a map on every call, host time that `host us` and the call's time would count.
         const uint64_t b_bytes = b.bytes(), sparse_bytes = r.value_bytes + r.metadata_bytes, dense_a_bytes = a.bytes();
         std::vector<Buf> b_copies;           // copies 1... of B (spmma and cuBLAS)
         std::vector<SparseMatrix> a_copies;  // copies 1... of the compressed A
@@ -464,28 +509,35 @@ std::vector<Row> run_gpu(const Options& o) {
           const int copies = mt.copies;
           const int warmup = copies > 1 ? std::max(o.warmup, copies) : o.warmup;  // a whole rotation first
           std::vector<double> ktimes, calls, hosts;
-          for (int i = 0; i < warmup + o.reps; ++i) {
+          auto call = [&](int i) {
             const int j = i % copies;
             const Plan& p = j == 0 ? plan : plans[static_cast<size_t>(j - 1)];
             const SparseMatrix& sj = j == 0 ? sa : a_copies[static_cast<size_t>(j - 1)];
             const void* bj = j == 0 ? b.ptr : b_copies[static_cast<size_t>(j - 1)].ptr;
+            p.run(sj, bj, d1.ptr, ea, ws.ptr, stream);
+          };
+          HeldTimer timer{stream, e0, e1};
+          for (int i = 0; i < warmup + o.reps; ++i) {
+            if (i == warmup) timer.missed = 0;  // the warm-up's only lengthen the hold
+            double host_us = 0;
+            const std::optional<double> ms = timer.ms([&] {
+              const auto r0 = std::chrono::steady_clock::now();
+              call(i);
+              host_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - r0).count();
+            });
+            if (i >= warmup && ms) ktimes.push_back(*ms);
+            if (i >= warmup) hosts.push_back(host_us);
+          }
+          // The call end to end (launch to synchronize, host clock), on a stream left idle.
+          for (int i = 0; i < o.reps; ++i) {
             check(cudaStreamSynchronize(stream), "sync");
             const auto h0 = std::chrono::steady_clock::now();
-            check(cudaEventRecord(e0, stream), "event");
-            const auto r0 = std::chrono::steady_clock::now();
-            p.run(sj, bj, d1.ptr, ea, ws.ptr, stream);
-            const auto r1 = std::chrono::steady_clock::now();
-            check(cudaEventRecord(e1, stream), "event");
+            call(i);
             check(cudaStreamSynchronize(stream), "spmma run");
-            const auto h1 = std::chrono::steady_clock::now();
-            float ms = 0;
-            check(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
-            if (i >= warmup) {
-              ktimes.push_back(ms);
-              calls.push_back(std::chrono::duration<double, std::micro>(h1 - h0).count());
-              hosts.push_back(std::chrono::duration<double, std::micro>(r1 - r0).count());
-            }
+            calls.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - h0).count());
           }
+          if (ktimes.empty()) fail(Status::cuda_error, "spmma: every timed call was enqueued after its stream's hold ran out");
+          mt.missed += timer.missed;
           mt.spmma = timing_of(ktimes);
           mt.call_us = median(calls);
           mt.host_us = median(hosts);
@@ -534,18 +586,17 @@ std::vector<Row> run_gpu(const Options& o) {
               const int copies = mt.dense_copies;
               const int warmup = copies > 1 ? std::max(o.warmup, copies) : o.warmup;
               std::vector<double> ct;
+              HeldTimer timer{stream, e0, e1};
               for (int i = 0; i < warmup + o.reps; ++i) {
+                if (i == warmup) timer.missed = 0;
                 const int j = i % copies;
                 const void* aj = j == 0 ? a.ptr : a_dense[static_cast<size_t>(j - 1)].ptr;
                 const void* bj = j == 0 ? b.ptr : b_copies[static_cast<size_t>(j - 1)].ptr;
-                check(cudaEventRecord(e0, stream), "event");
-                g.run(*ts, aj, bj, d2.ptr, stream);
-                check(cudaEventRecord(e1, stream), "event");
-                check(cudaStreamSynchronize(stream), "cublas run");
-                float ms = 0;
-                check(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
-                if (i >= warmup) ct.push_back(ms);
+                const std::optional<double> ms = timer.ms([&] { g.run(*ts, aj, bj, d2.ptr, stream); });
+                if (i >= warmup && ms) ct.push_back(*ms);
               }
+              if (ct.empty()) fail(Status::cuda_error, "cuBLAS: every timed call was enqueued after its stream's hold ran out");
+              mt.missed += timer.missed;
               mt.dense = timing_of(ct);
               mt.dense_ran = true;
             };

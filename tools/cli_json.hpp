@@ -80,7 +80,8 @@ inline nlohmann::json timed_provenance(const std::string& device, const bench::O
   p["reps"] = bo.reps;
   p["warmup"] = bo.warmup;
   p["seed"] = bo.seed;
-  p["timer"] = gpu ? "CUDA events around each call (kernel time), median of reps after warm-up"
+  p["timer"] = gpu ? "CUDA events around each call on a stream held first by a spinning kernel (the GPU's time "
+                     "alone, not the host's enqueueing), median of reps after warm-up"
                    : "host clock around each call, median of reps after warm-up";
   return p;
 }

@@ -253,7 +253,8 @@ void register_bench(CLI::App& app) {
             c["cusparselt_tflops"].is_number()) {
           r.cusparselt_tflops = c["cusparselt_tflops"].get<double>();
           for (const char* key :
-               {"torch", "cusparselt", "alg_id", "kernels", "cusparselt_ms", "l2_copies", "weight_gbps"})
+               {"torch", "cusparselt", "alg_id", "kernels", "cusparselt_ms", "l2_copies", "weight_gbps", "timing",
+                "hold_missed", "cusparselt_kernel_ms"})
             if (c.contains(key)) r.peer[key] = c[key];
         }
       return r;
