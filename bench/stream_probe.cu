@@ -6,18 +6,23 @@
 // A stream sets it, at 16-18 GB/s of weight per SM with 8 stages of 8 KB in flight
 // (docs/benchmarks.md, "Cold L2 and the decode sweep"). Is that the access pattern of A's layout
 // (row-major values: a stage reads 64 bytes from each of 128 rows, the rows `row_bytes` apart),
-// or the pipeline depth? Two patterns over the same bytes, nothing else in the kernel:
+// or the pipeline depth? And would more SMs help? Patterns over the same bytes, nothing else in
+// the kernel:
 //   rows   the sm90 kernel's: per stage a TMA box of 128 rows x 64 B of the row-major matrix
 //          (64-byte swizzle, L2 promotion 256 B: the kernel's own tensor-map settings);
 //   tiles  the same bytes stored block by block: per stage one contiguous 8 KB block
 //          (cp.async.bulk), as a layout made for streaming would hold them.
+// and a third, balanced: the rows pattern with every SM busy whatever the tile count, each of
+// the SMs' CTAs an equal share of all tiles' stages (as stream-K would split a decode weight).
 // Each CTA walks 128-row tiles (one per CTA while there are more SMs than tiles) through K with S
 // stages in flight, S = 4, 8 and 16; one thread produces, one warp consumes (waits for a stage,
-// reads one word of it, frees it). Weights: bf16 14336 x 4096 and 28672 x 8192 (values only,
-// 4096 and 8192 bytes per row), rotated over copies so that the L2 (50 MiB) holds none of the
-// weight a launch reads. Time: cudaEvents per launch, 2 warm-ups, median of 9; GB/s = bytes of
-// the weight / time (1e9 B/s); beside it the device-to-device copy of the same bytes (HBM
-// traffic: read + written).
+// reads one word of it, frees it). Weights: bf16 14336 x 4096, 28672 x 8192, 11008 x 4096,
+// 4096 x 14336 and 4096 x 4096 (values only, K bytes per row), rotated over copies so that the
+// L2 (50 MiB) holds none of the weight a launch reads. Time: cudaEvents per launch on a stream
+// held by a spinning kernel first (the window holds the GPU's time alone, as spmma bench's), 2
+// warm-ups, median of 9; GB/s = bytes of the weight / time (1e9 B/s); beside it the
+// device-to-device copy of the same bytes (HBM traffic: read + written). Answers on the H100:
+// docs/benchmarks.md, "The weight stream alone" and "Held stream".
 //
 // Build: the CMake target spmma_stream_probe (sm_90a). Run: spmma_stream_probe
 #include <cuda.h>
@@ -32,6 +37,7 @@
 
 #include "ptx/mbarrier.cuh"
 #include "ptx/tma.cuh"
+#include "ptx/timer.cuh"
 
 namespace {
 
@@ -46,10 +52,25 @@ constexpr int kRows = 128, kBoxBytes = 64, kStageBytes = kRows * kBoxBytes;  // 
     }                                                                                       \
   } while (0)
 
+// f(tile, stage) for each stage this CTA streams: whole tiles blockIdx.x, + gridDim.x, ... or,
+// balanced, an equal share of all tiles' stages in order (stage units b·U/G .. (b+1)·U/G - 1 of
+// U = tiles x stages_per_tile, G CTAs: every SM busy whatever the tile count, as stream-K).
+template <class F>
+__device__ __forceinline__ void for_each_stage(bool balanced, int tiles, int stages_per_tile, F&& f) {
+  if (!balanced) {
+    for (int t = blockIdx.x; t < tiles; t += gridDim.x)
+      for (int s = 0; s < stages_per_tile; ++s) f(t, s);
+    return;
+  }
+  const int64_t units = static_cast<int64_t>(tiles) * stages_per_tile;
+  const int64_t u0 = units * blockIdx.x / gridDim.x, u1 = units * (blockIdx.x + 1) / gridDim.x;
+  for (int64_t u = u0; u < u1; ++u) f(static_cast<int>(u / stages_per_tile), static_cast<int>(u % stages_per_tile));
+}
+
 template <bool Tiled>
 __global__ void __launch_bounds__(64, 1)
     stream(const __grid_constant__ CUtensorMap map, const uint8_t* base, int tiles, int stages_per_tile, int S,
-           unsigned* sink) {
+           bool balanced, unsigned* sink) {
   extern __shared__ uint8_t raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(raw) + 1023) & ~uintptr_t{1023});
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + S * kStageBytes);
@@ -63,8 +84,7 @@ __global__ void __launch_bounds__(64, 1)
   if (threadIdx.x == 0) {  // producer
     int slot = 0;
     uint32_t phase = 1;
-    for (int t = blockIdx.x; t < tiles; t += gridDim.x)
-      for (int s = 0; s < stages_per_tile; ++s) {
+    for_each_stage(balanced, tiles, stages_per_tile, [&](int t, int s) {
         spmma::ptx::mbar_wait(empty + slot, phase);
         spmma::ptx::mbar_arrive_expect_tx(full + slot, kStageBytes);
         if constexpr (Tiled) {
@@ -75,19 +95,18 @@ __global__ void __launch_bounds__(64, 1)
           spmma::ptx::tma_load_3d(smem_addr + slot * kStageBytes, &map, full + slot, s * kBoxBytes, t * kRows, 0);
         }
         if (++slot == S) slot = 0, phase ^= 1;
-      }
+      });
   } else if (threadIdx.x >= 32) {  // consumer warp
     int slot = 0;
     uint32_t phase = 0;
     unsigned acc = 0;
-    for (int t = blockIdx.x; t < tiles; t += gridDim.x)
-      for (int s = 0; s < stages_per_tile; ++s) {
+    for_each_stage(balanced, tiles, stages_per_tile, [&](int, int) {
         spmma::ptx::mbar_wait(full + slot, phase);
         acc += reinterpret_cast<const unsigned*>(smem + slot * kStageBytes)[threadIdx.x % 32];
         __syncwarp();
         if (threadIdx.x == 32) spmma::ptx::mbar_arrive(empty + slot);
         if (++slot == S) slot = 0, phase ^= 1;
-      }
+      });
     if (acc == 0x9e3779b9u) sink[0] = acc;  // keeps the reads
   }
 }
@@ -119,6 +138,10 @@ CUtensorMap rows_map(const void* base, int64_t row_bytes, int64_t rows) {
   return map;
 }
 
+// Spins for `ns` so that the timed launch is queued before its start event is (the event window
+// then holds the GPU's time alone, as spmma bench's HeldTimer).
+__global__ void hold(uint64_t ns) { spmma::ptx::spin_ns(ns); }
+
 template <class Launch>
 float median_ms(Launch&& launch, int copies) {
   cudaEvent_t a, b;
@@ -127,6 +150,7 @@ float median_ms(Launch&& launch, int copies) {
   for (int i = 0; i < 2 * copies; ++i) launch(i % copies);  // warm-up: every copy once at least
   std::vector<float> t;
   for (int i = 0; i < 9; ++i) {
+    hold<<<1, 1>>>(50'000);
     CK(cudaEventRecord(a));
     launch(i % copies);
     CK(cudaEventRecord(b));
@@ -155,7 +179,7 @@ int main() {
   struct Weight {
     int64_t rows, row_bytes;
   };
-  for (const Weight w : {Weight{14336, 4096}, Weight{28672, 8192}}) {
+  for (const Weight w : {Weight{14336, 4096}, Weight{28672, 8192}, Weight{11008, 4096}, Weight{4096, 14336}, Weight{4096, 4096}}) {
     const int64_t bytes = w.rows * w.row_bytes;
     const int copies = static_cast<int>(std::max<int64_t>(2, (4 * static_cast<int64_t>(prop.l2CacheSize)) / bytes + 1));
     std::vector<uint8_t*> buf(copies);
@@ -175,12 +199,15 @@ int main() {
                 2 * bytes / (copy_ms * 1e6));
     for (int S : {4, 8, 16}) {
       const size_t smem = static_cast<size_t>(S) * kStageBytes + 1024 + 2 * S * 8;
-      for (bool tiled : {false, true}) {
+      for (int pattern = 0; pattern < 3; ++pattern) {  // rows, tiles (by whole tiles), rows balanced over every SM
+        const bool tiled = pattern == 1, balanced = pattern == 2;
+        const int g = balanced ? sms : grid;
         const auto kernel = tiled ? stream<true> : stream<false>;
         CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-        const float ms = median_ms([&](int c) { kernel<<<grid, 64, smem>>>(maps[c], buf[c], tiles, stages, S, sink); }, copies);
-        std::printf("  %-5s S=%2d: %7.1f us  %6.0f GB/s  %5.1f GB/s per CTA\n", tiled ? "tiles" : "rows", S, ms * 1e3,
-                    bytes / (ms * 1e6), bytes / (ms * 1e6) / grid);
+        const float ms =
+            median_ms([&](int c) { kernel<<<g, 64, smem>>>(maps[c], buf[c], tiles, stages, S, balanced, sink); }, copies);
+        std::printf("  %-8s S=%2d: %4d CTAs %7.1f us  %6.0f GB/s  %5.1f GB/s per CTA\n",
+                    balanced ? "balanced" : tiled ? "tiles" : "rows", S, g, ms * 1e3, bytes / (ms * 1e6), bytes / (ms * 1e6) / g);
       }
     }
     for (uint8_t* p : buf) CK(cudaFree(p));
