@@ -144,8 +144,8 @@ void run_case(const Case& cs, Handle& h, std::mt19937_64& rng) {
         const double got = decode(cs.cd, bits);
         const double want = decode(cs.cd, encode(cs.cd, v));
         // f32 accumulation: a few ulps of Σ|a·b|; then one rounding into D. The H100's fp8
-        // wgmma sums with fewer bits (docs/conformance.md: within 2^-9 of Σ|a·b|).
-        const double acc_rel = fp8_wgmma ? 0x1p-9 : 1e-5;
+        // wgmma sums with fewer bits (tests/test_util.hpp, kFp8MmaRel).
+        const double acc_rel = fp8_wgmma ? spmma::test::kFp8MmaRel : 1e-5;
         const double tol = integer ? 0.0 : acc_rel * (mag * std::fabs(cs.alpha) + 1.0) + std::fabs(want) * (cs.cd == ElemType::f32 ? 1e-6 : std::ldexp(1.0, -type_info(cs.cd).man_bits));
         if (!(std::fabs(got - want) <= tol)) {
           if (++bad <= 5)

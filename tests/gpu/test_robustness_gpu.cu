@@ -34,6 +34,7 @@ namespace {
 
 using spmma::test::expect_error;
 using spmma::test::seed;
+using spmma::test::kFp8MmaRel;
 
 #define CK(x)                                                                  \
   do {                                                                         \
@@ -157,7 +158,7 @@ struct RunOpts {
   bool in_place = false;                   // c == d (the images' C is used as D's initial content)
   bool graph = false;                      // capture Plan::run in a CUDA graph and replay it twice
   bool repeat = false;                     // run 3 more times: D must come out the same bytes
-  double acc_rel = 0;                      // f32 accumulation tolerance (0: 1e-5, fp8 wgmma 2^-9)
+  double acc_rel = 0;                      // f32 accumulation tolerance (0: 1e-5, fp8 wgmma kFp8MmaRel)
   int64_t check_rows = 0;                  // compare only this many rows per entry (0: all)
   PlanOptions plan;                        // the GPU plan's pins
 };
@@ -242,7 +243,7 @@ void twin(const MatmulDesc& desc, const Images& im, const RunOpts& o, Handle& gp
 
   // Tolerance: f32 accumulation in a different order, relative to Σ|a·b|, then one rounding.
   const bool fp8_wgmma = (desc.a_type == T::e4m3 || desc.a_type == T::e5m2) && pg.describe().find("wgmma") != std::string::npos;
-  const double acc_rel = o.acc_rel ? o.acc_rel : fp8_wgmma ? 0x1p-9 : 1e-5;
+  const double acc_rel = o.acc_rel ? o.acc_rel : fp8_wgmma ? kFp8MmaRel : 1e-5;
   // The two roundings into D may land one ulp apart (relative 2^-mantissa bits); f32 D: the f32
   // epilogue's steps.
   const double out_rel = desc.d_type == T::f32 ? 1e-6 : std::ldexp(1.0, -type_info(desc.d_type).man_bits);
@@ -308,7 +309,8 @@ void twin(const MatmulDesc& desc, const Images& im, const RunOpts& o, Handle& gp
                std::fabs(g - w) <= acc_rel * (scale * mag + 1) + out_rel * std::fabs(w) + slack + 1e-30;
         }
         if (!ok && ++bad <= 5)
-          ADD_FAILURE() << "batch " << e << " D(" << i << ", " << j << ") GPU " << got << ", CPU " << want;
+          ADD_FAILURE() << "batch " << e << " D(" << i << ", " << j << ") GPU " << got << ", CPU " << want
+                        << " (sum of |a*b| " << mag << ", tolerance " << acc_rel << " of it)";
       }
     }
   }
@@ -1029,7 +1031,7 @@ TEST_F(Robust, SplitKInsideTheClusterMatchesTheCpu) {
     }
     o.plan.splits = c.splits, o.plan.tile_n = c.tile, o.plan.cluster_m = c.cluster;
     o.graph = turn % 3 == 2 && o.beta == 0.f;
-    if (c.a == T::e4m3 || c.a == T::e5m2) o.acc_rel = 0x1p-9;
+    if (c.a == T::e4m3 || c.a == T::e5m2) o.acc_rel = kFp8MmaRel;
     const Plan plan(*h_, d, o.plan);
     const PlanInfo info = plan.info();
     SCOPED_TRACE(std::string(type_name(c.a)) + " -> " + std::string(type_name(c.cd)) + " m " + std::to_string(c.m) +
@@ -1106,7 +1108,7 @@ TEST_F(Robust, ScaleVectorsMatchTheCpu) {
         if (kernel == KernelFamily::sm90) o.plan.splits = splits;
         o.alpha = is_int(cd) && cd == T::s8 ? 1.f / 64 : 0.75f;
         o.beta = turn % 4 == 2 ? 0.5f : 0.f;
-        if (a == T::e4m3) o.acc_rel = 0x1p-9;
+        if (a == T::e4m3) o.acc_rel = kFp8MmaRel;
         Images im = make_images(d, rng, {});
         twin(d, im, o, *h_);
         ++turn;
@@ -1143,7 +1145,7 @@ TEST_F(Robust, EpilogueRunsOfEightMatchTheCpu) {
         o.alpha = plain ? 1.f : cd == T::s8 ? 1.f / 64 : 0.75f;
         o.beta = plain ? 0.f : 0.5f;
         if (misalign == 2) o.d_off = static_cast<size_t>(bits_of(cd) / 8);
-        if (a == T::e4m3) o.acc_rel = 0x1p-9;
+        if (a == T::e4m3) o.acc_rel = kFp8MmaRel;
         Images im = make_images(d, rng, {});
         twin(d, im, o, *h_);
       }
@@ -1174,7 +1176,7 @@ TEST_F(Robust, Fp8OutputSaturatesLikeTheCpu) {
         o.plan.kernel = kernel;
         if (kernel == KernelFamily::sm90) o.plan.splits = splits;
         o.alpha = variant == 2 ? 1.5f : 1.f;
-        o.acc_rel = 0x1p-9;
+        o.acc_rel = kFp8MmaRel;
         twin(d, im, o, *h_);
         ++turn;
       }
