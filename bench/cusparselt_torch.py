@@ -65,14 +65,12 @@ def held_ms(fn, iters=30, warmup=5):
     before the window opens (NVBench's blocking kernel). Returns (median ms, calls enqueued after
     the hold ran out: left out, the hold doubled)."""
     import time
-    for _ in range(warmup):
-        fn()
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
-    host_s = (time.perf_counter() - t0) / warmup  # an upper bound of a call's enqueueing
+    host_s = (time.perf_counter() - t0) / warmup  # an upper bound of a call's enqueueing (first calls included)
     hold_s = max(HOLD_MIN_S, 4 * host_s)
     cycles = int(hold_s * 2.5e9)  # _sleep counts SM cycles: 2.5 GHz is above any H100 clock, so at least hold_s
     e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)

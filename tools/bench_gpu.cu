@@ -123,8 +123,8 @@ __global__ void hold_stream(uint64_t ns) { ptx::spin_ns(ns); }
 // start event, the call and the end event are all enqueued behind hold_stream, so the window opens
 // on a queue that already holds the call and times the GPU's work alone. Opened on an idle stream
 // (spmma bench before 2026-11-24), the window also counted the host's enqueueing (Plan::run's
-// 5.4-5.6 µs, cuBLASLt's own): on the H100 that was a quarter to a half of a decode row's time
-// (docs/benchmarks.md, "How spmma bench measures"). The hold starts at 100 µs, about 20x
+// 4.5-5.6 µs, cuBLASLt's own): on the H100 up to a quarter of spmma's decode time and 40% of
+// cuBLAS's (docs/benchmarks.md, "Held stream"). The hold starts at 100 µs, about 20x
 // Plan::run's enqueueing; a call whose window opened before it was enqueued (a first call that
 // loads its kernel; cuBLASLt at 8192^3 now and then, H100 2026-11-24) is no measurement: its time
 // is dropped, counted in `missed` (the row's note says how many), and the hold doubles.
@@ -152,6 +152,20 @@ struct HeldTimer {
     }
     float t = 0;
     check(cudaEventElapsedTime(&t, e0, e1), "elapsed");
+    return t;
+  }
+  // The times (ms) of call(i) for i = warmup .. warmup + reps - 1, after call(0 .. warmup - 1):
+  // late calls left out and counted in `missed` (the warm-up's only lengthen the hold). Throws,
+  // naming `who`, where not one timed call was queued in time.
+  template <class Call>
+  std::vector<double> times(int warmup, int reps, const char* who, Call&& call) {
+    std::vector<double> t;
+    for (int i = 0; i < warmup + reps; ++i) {
+      if (i == warmup) missed = 0;
+      const std::optional<double> one = ms([&] { call(i); });
+      if (i >= warmup && one) t.push_back(*one);
+    }
+    if (t.empty()) fail(Status::cuda_error, std::string(who) + ": every timed call was enqueued after its stream's hold ran out");
     return t;
   }
 };
@@ -508,7 +522,7 @@ std::vector<Row> run_gpu(const Options& o) {
         auto spmma_timed = [&](ModeTiming& mt) {
           const int copies = mt.copies;
           const int warmup = copies > 1 ? std::max(o.warmup, copies) : o.warmup;  // a whole rotation first
-          std::vector<double> ktimes, calls, hosts;
+          std::vector<double> calls, hosts;
           auto call = [&](int i) {
             const int j = i % copies;
             const Plan& p = j == 0 ? plan : plans[static_cast<size_t>(j - 1)];
@@ -517,17 +531,12 @@ std::vector<Row> run_gpu(const Options& o) {
             p.run(sj, bj, d1.ptr, ea, ws.ptr, stream);
           };
           HeldTimer timer{stream, e0, e1};
-          for (int i = 0; i < warmup + o.reps; ++i) {
-            if (i == warmup) timer.missed = 0;  // the warm-up's only lengthen the hold
-            double host_us = 0;
-            const std::optional<double> ms = timer.ms([&] {
-              const auto r0 = std::chrono::steady_clock::now();
-              call(i);
-              host_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - r0).count();
-            });
-            if (i >= warmup && ms) ktimes.push_back(*ms);
-            if (i >= warmup) hosts.push_back(host_us);
-          }
+          const std::vector<double> ktimes = timer.times(warmup, o.reps, "spmma", [&](int i) {
+            const auto r0 = std::chrono::steady_clock::now();
+            call(i);
+            if (i >= warmup)
+              hosts.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - r0).count());
+          });
           // The call end to end (launch to synchronize, host clock), on a stream left idle.
           for (int i = 0; i < o.reps; ++i) {
             check(cudaStreamSynchronize(stream), "sync");
@@ -536,7 +545,6 @@ std::vector<Row> run_gpu(const Options& o) {
             check(cudaStreamSynchronize(stream), "spmma run");
             calls.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - h0).count());
           }
-          if (ktimes.empty()) fail(Status::cuda_error, "spmma: every timed call was enqueued after its stream's hold ran out");
           mt.missed += timer.missed;
           mt.spmma = timing_of(ktimes);
           mt.call_us = median(calls);
@@ -585,17 +593,13 @@ std::vector<Row> run_gpu(const Options& o) {
             auto dense_timed = [&](ModeTiming& mt) {
               const int copies = mt.dense_copies;
               const int warmup = copies > 1 ? std::max(o.warmup, copies) : o.warmup;
-              std::vector<double> ct;
               HeldTimer timer{stream, e0, e1};
-              for (int i = 0; i < warmup + o.reps; ++i) {
-                if (i == warmup) timer.missed = 0;
+              const std::vector<double> ct = timer.times(warmup, o.reps, "cuBLAS", [&](int i) {
                 const int j = i % copies;
                 const void* aj = j == 0 ? a.ptr : a_dense[static_cast<size_t>(j - 1)].ptr;
                 const void* bj = j == 0 ? b.ptr : b_copies[static_cast<size_t>(j - 1)].ptr;
-                const std::optional<double> ms = timer.ms([&] { g.run(*ts, aj, bj, d2.ptr, stream); });
-                if (i >= warmup && ms) ct.push_back(*ms);
-              }
-              if (ct.empty()) fail(Status::cuda_error, "cuBLAS: every timed call was enqueued after its stream's hold ran out");
+                g.run(*ts, aj, bj, d2.ptr, stream);
+              });
               mt.missed += timer.missed;
               mt.dense = timing_of(ct);
               mt.dense_ran = true;
