@@ -234,6 +234,12 @@ struct PlanOptions {
   int group_m = 0;  // sm90: rasterization, M tiles walked before the next N tiles (1 .. 1024)
   int cluster_m = 0;  // sm90: CTAs per cluster along M (1, or 2 sharing B's tile by TMA multicast)
   GridKind grid = GridKind::automatic;  // sm90: a persistent grid or one CTA per tile
+  // sm90: programmatic dependent launch. The kernel may start while the kernel before it in the
+  // stream finishes: its set-up (barriers, roles, tensor maps) overlaps that kernel's end, and its
+  // threads wait for that kernel to complete before they touch global memory, so the results are
+  // the same either way; layer after layer (decode) the start of each call hides behind the last.
+  // false: launched plainly, after the kernel before has finished (a pin, as the others).
+  bool dependent_launch = true;
 };
 
 // What a plan runs, field by field (describe() says the same in words).
@@ -246,6 +252,7 @@ struct PlanInfo {
   int group_m = 0;                                // rasterization group (sm90)
   int cluster_m = 1;                              // CTAs per cluster along M (sm90)
   bool persistent = false;                        // a persistent grid (sm90)
+  bool dependent_launch = false;                  // programmatic dependent launch (sm90)
   bool b_repacked = false;                        // B copied or transposed into the workspace each run
   std::string b_repack_why;                       // why, when it is
   std::string not_sm90_why;                       // why an sm_90 GPU's plan is on the sm80 kernel

@@ -99,6 +99,7 @@ struct GpuKernel final : Kernel {
       return std::string("sm90 wgmma.sp kernel: ") + wgmma->instruction + ", " + sm90::describe_tile(cfg.block_n, cfg.cluster_m) +
              (cfg.persistent ? ", a persistent grid" : ", one CTA per tile") +
              (cfg.splits > 1 ? ", split K in " + std::to_string(cfg.splits) + " inside each cluster" : "") +
+             (cfg.dependent_launch ? ", programmatic dependent launch" : "") +
              (gemm_promotes(desc.a_type) ? (wgmma->promoted ? ", fp8 sums promoted to f32 every 2 instructions"
                                                             : ", fp8 sums in the tensor cores (fast_accumulation)")
                                          : "") +
@@ -118,6 +119,7 @@ struct GpuKernel final : Kernel {
     i.group_m = wgmma ? cfg.group_m : 0;
     i.cluster_m = wgmma ? cfg.cluster_m : 1;
     i.persistent = wgmma && cfg.persistent;
+    i.dependent_launch = wgmma && cfg.dependent_launch;
     i.b_repacked = b_read != BRead::in_place;
     if (i.b_repacked) i.b_repack_why = b_why;
     i.not_sm90_why = sm80_why;
@@ -181,6 +183,7 @@ struct GpuKernel final : Kernel {
     p.group_m = cfg.group_m;
     p.cluster_m = cfg.cluster_m;
     p.persistent = cfg.persistent;
+    p.dependent_launch = cfg.dependent_launch;
     if (wgmma)
       sm90::launch(*wgmma, st.a_maps(p), b_map_for(p), p, s);
     else
@@ -235,8 +238,9 @@ struct GpuBackend final : Backend {
     if (pins.kernel == KernelFamily::sm90 && !sm90_runs(a, b))
       fail(Status::not_supported, "PlanOptions.kernel = sm90: the sm90 kernel cannot run this plan (" + k.sm80_why + ")");
     if (!k.sm80_why.empty()) {
-      if (pins.tile_n || pins.splits || pins.group_m || pins.cluster_m || pins.grid != GridKind::automatic)
-        fail(Status::not_supported, "PlanOptions: tile_n, splits, group_m, cluster_m and grid pin the sm90 kernel's choices; this plan runs "
+      if (pins.tile_n || pins.splits || pins.group_m || pins.cluster_m || pins.grid != GridKind::automatic ||
+          !pins.dependent_launch)
+        fail(Status::not_supported, "PlanOptions: tile_n, splits, group_m, cluster_m, grid and dependent_launch pin the sm90 kernel's choices; this plan runs "
                                     "the sm80 kernel (" + k.sm80_why + "), whose tile is fixed (" + sm80::describe_tile() +
                                     ") and which has no split K");
       return;

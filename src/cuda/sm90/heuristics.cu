@@ -133,6 +133,7 @@ Config choose(const MatmulDesc& d, bool promoted, int inst_k, int sm_count, cons
   if (pins.group_m && (pins.group_m < 1 || pins.group_m > 1024))
     fail(Status::invalid_argument, "PlanOptions.group_m = " + std::to_string(pins.group_m) + ": 1 .. 1024 M tiles");
   c.group_m = pins.group_m ? pins.group_m : kGroupM;
+  c.dependent_launch = pins.dependent_launch;
   return c;
 }
 

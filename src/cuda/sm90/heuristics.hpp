@@ -19,6 +19,7 @@ struct Config {
   int group_m = 0;           // M tiles per rasterization group
   int cluster_m = 1;         // CTAs per cluster along M (2: B's tile shared by multicast)
   bool persistent = false;   // a persistent grid (scheduler.cuh), else one CTA per tile
+  bool dependent_launch = true;  // programmatic dependent launch (PlanOptions::dependent_launch)
 };
 
 // The configuration for desc (fp8 sums promoted or not; the instruction's K is inst_k) on a GPU

@@ -45,17 +45,29 @@ void launch_tile(const Maps& m, const gemm::Params& p, cudaStream_t s) {
   cfg.blockDim = dim3(kThreads);
   cfg.dynamicSmemBytes = smem;
   cfg.stream = s;
-  cudaLaunchAttribute cluster{};
-  cluster.id = cudaLaunchAttributeClusterDimension;
+  cudaLaunchAttribute attrs[2]{};
+  cfg.attrs = attrs;
   // A cluster: cluster_m CTAs along M times the parts of split K (scheduler.cuh).
   const int cluster_ctas = p.cluster_m * p.splits;
-  cluster.val.clusterDim.x = static_cast<unsigned>(cluster_ctas), cluster.val.clusterDim.y = 1, cluster.val.clusterDim.z = 1;
-  cfg.attrs = &cluster;
-  cfg.numAttrs = cluster_ctas > 1 ? 1 : 0;
+  if (cluster_ctas > 1) {
+    cudaLaunchAttribute& a = attrs[cfg.numAttrs++];
+    a.id = cudaLaunchAttributeClusterDimension;
+    a.val.clusterDim.x = static_cast<unsigned>(cluster_ctas), a.val.clusterDim.y = 1, a.val.clusterDim.z = 1;
+  }
+  // Programmatic dependent launch (spgemm_sm90.cuh): the grid may start while the kernel before it
+  // in the stream finishes, its set-up overlapping that kernel's last CTAs; its threads wait for
+  // that kernel before they touch global memory.
+  if (p.dependent_launch) {
+    cudaLaunchAttribute& a = attrs[cfg.numAttrs++];
+    a.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    a.val.programmaticStreamSerializationAllowed = 1;
+  }
   // One cluster per unit, or a persistent grid (scheduler.cuh): at most as many as fit at once
   // (never with split K, whose parts hand their sums over in the stages: the plan decides).
   const int64_t ctas = cluster_ctas * work_units(p.m_pad, p.n, BlockN, p.cluster_m, std::min(gemm::kMaxGridBatch, p.batch - p.batch0));
-  cfg.gridDim = dim3(static_cast<unsigned>(p.persistent ? std::min<int64_t>(ctas, resident_ctas(kernel, cfg, p.cluster_m)) : ctas));
+  cudaLaunchConfig_t placed = cfg;  // the occupancy query: the cluster attribute alone (it is first)
+  placed.numAttrs = cluster_ctas > 1 ? 1 : 0;
+  cfg.gridDim = dim3(static_cast<unsigned>(p.persistent ? std::min<int64_t>(ctas, resident_ctas(kernel, placed, p.cluster_m)) : ctas));
   cuda::check(cudaLaunchKernelEx(&cfg, kernel, m.a, m.b, m.meta, p), "launch of the sm90 kernel");
 }
 

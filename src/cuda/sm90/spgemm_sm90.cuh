@@ -7,6 +7,9 @@
 // the type pair only picks the instruction (Form<A, B>, generated from the ISA registry).
 //
 // Warp specialisation, one persistent CTA per SM, read top to bottom:
+//   set-up                     barriers, roles, tensor maps: overlapping the kernel before it in
+//                              the stream (programmatic dependent launch), then every thread that
+//                              touches global memory waits for that kernel (ptx/griddep.cuh);
 //   scheduler (scheduler.cuh)  the tiles (tile, batch entry, K range) this CTA computes, in turn;
 //   producer  (mainloop.cuh)   warpgroup 0, one thread: TMA loads of A, B and metadata per stage
 //                              (B shared with the other CTA of a cluster of 2 by multicast), on
@@ -24,6 +27,7 @@
 #include "common/gemm_params.cuh"
 #include "gemm_forms_sm90.cuh"
 #include "ptx/cluster.cuh"
+#include "ptx/griddep.cuh"
 #include "ptx/warpgroup.cuh"
 #include "sm90/epilogue.cuh"
 #include "sm90/mainloop.cuh"
@@ -57,12 +61,20 @@ __global__ void __launch_bounds__(kThreads, 1)
     ptx::setmaxnreg_dec<kProducerRegs>();
     if (threadIdx.x == 0) {
       ptx::tma_prefetch_map(&tm_a), ptx::tma_prefetch_map(&tm_b), ptx::tma_prefetch_map(&tm_meta);
+      // Everything above overlaps the kernel before (launched with programmatic stream
+      // serialization, launch_tile.cuh); the loads wait for it. The next kernel may be scheduled
+      // from here on: it waits for this one the same way before it reads what this one writes.
+      // (Prefetching the first stages of A into the L2 before the wait measured 0.93x alone and no
+      // faster layer after layer on the H100: docs/benchmarks.md, "Layer after layer".)
+      ptx::wait_prior_grids();
+      ptx::allow_next_grid();
       State st = State::producer_start();
       while (tiles.next(w)) produce<BlockN>(sm, tm_a, tm_b, tm_meta, w, p, st);
     }
   } else {
     ptx::setmaxnreg_inc<kConsumerRegs>();
     const ConsumerView<BlockN> v(sm, p, wg - 1);
+    ptx::wait_prior_grids();  // the epilogue reads C, bias, scales and writes D
     State st = State::consumer_start();
     typename F::Acc acc[BlockN / 2];
     while (tiles.next(w)) {
