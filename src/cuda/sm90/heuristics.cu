@@ -79,7 +79,12 @@ Config choose(const MatmulDesc& d, bool promoted, int inst_k, int sm_count, cons
 
   // Clusters of 2 along M share B's tile (TMA multicast): half of B's L2 -> SM traffic, the
   // larger share of a sparse GEMM's (B is dense, A compressed). Taken where the tiles fill the
-  // GPU (at least one wave) and M has 4 or more tiles, so that an odd CTA past A's rows stays rare.
+  // GPU (at least one wave) and M has 4 or more tiles, so that an odd CTA past A's rows stays rare,
+  // and N fills more than half the tile: each CTA loads and multicasts half of B's columns, and
+  // with N <= block_n / 2 the second half lies wholly past N, nothing to share. Measured on the
+  // H100 (cold L2, 2026-11-24, docs/benchmarks.md "Layer after layer"), 28672 x N x 8192 at N =
+  // 1-32 (64-wide tiles): clusters of 2 ran 0.90-1.06x the speed of 1 alone (bf16 0.90-0.99) and
+  // 0.85-1.00x layer after layer; at N = 64 and 128, 0.99-1.01x.
   if (pins.cluster_m) {
     if (pins.cluster_m > kMaxCluster)
       fail(Status::invalid_argument, "PlanOptions.cluster_m = " + std::to_string(pins.cluster_m) +
@@ -87,7 +92,7 @@ Config choose(const MatmulDesc& d, bool promoted, int inst_k, int sm_count, cons
     c.cluster_m = pins.cluster_m;
   } else {
     const int64_t m_tiles = (d.m + kBlockM - 1) / kBlockM;
-    c.cluster_m = m_tiles >= kClusterMinMTiles && tiles >= sm_count ? 2 : 1;
+    c.cluster_m = m_tiles >= kClusterMinMTiles && tiles >= sm_count && 2 * d.n > c.block_n ? 2 : 1;
   }
 
   // Split K: its parts are CTAs of one cluster (tiles.hpp), cluster_m x splits of them at most 8.
