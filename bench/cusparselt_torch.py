@@ -26,6 +26,8 @@ torch.mm), enough copies that the others' bytes read between two uses of one cop
 L2, so each call reads its weight from HBM. Each record carries "l2" ("hot" or "cold"), which
 `spmma bench --cusparselt-json` matches, and the weight stream: "weight_bytes" (the compressed A as
 torch._cslt_compress stores it, values and metadata) and "weight_gbps" (1e9 B/s of kernel time).
+Cold records also carry "cusparselt_seq_ms": a call's time layer after layer, the rotation's calls
+back to back in one held window ("seq_calls" of them), as `spmma bench` times its cold rows.
 
     python3 bench/cusparselt_torch.py --sweep decode --types bf16,e4m3 --out cslt-decode.json
 
@@ -163,6 +165,22 @@ def rotating(fn, copies):
     return call
 
 
+SEQUENCE_CALLS = 8  # as spmma's bench (tools/bench_gpu.cu, sequence_timing)
+
+
+def sequence_ms(fn, copies):
+    """Layer after layer (cold only, as spmma's bench): a held window of `calls` calls back to back
+    over the rotation (whole rotations, at least SEQUENCE_CALLS); returns (ms per call, calls)."""
+    calls = len(copies) * -(-SEQUENCE_CALLS // len(copies))
+    step = rotating(fn, copies)
+
+    def window():
+        for _ in range(calls):
+            step()
+    ms, _ = held_ms(window, warmup=2)
+    return ms / calls, calls
+
+
 def one(m, n, k, t, modes):
     """The records of one shape and type, one per L2 mode in `modes` (the search shared)."""
     dev = "cuda"
@@ -199,7 +217,9 @@ def one(m, n, k, t, modes):
                 copies, between = rotation((ac, bb), nbytes(ac) + nbytes(bb), l2, "the compressed A and B")
                 kms = kernel_ms(rotating(sparse_mm, copies), names=names, warmup=max(5, len(copies)))
                 ms, missed = held_ms(rotating(sparse_mm, copies), warmup=max(5, len(copies)))
-                row.update({"l2_copies": len(copies), "l2_between_bytes": between, "l2_bytes": l2})
+                seq_ms, seq_calls = sequence_ms(sparse_mm, copies)
+                row.update({"l2_copies": len(copies), "l2_between_bytes": between, "l2_bytes": l2,
+                            "cusparselt_seq_ms": seq_ms, "seq_calls": seq_calls})
                 del copies
                 torch.cuda.empty_cache()  # mem_get_info counts the allocator's cache as used
             row.update({"cusparselt_ms": ms, "cusparselt_tflops": flops / (ms * 1e-3) / 1e12, "kernels": names,

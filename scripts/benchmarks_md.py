@@ -10,6 +10,9 @@ version and commit, date, command, repetitions), the table each row's median and
     python3 scripts/benchmarks_md.py --decode bench.json     the decode sweep, cold rows with the
         hot TFLOP/s beside them, against cuBLAS and cuSPARSELt, the weight stream and its share of
         the copy rate ("Cold L2 and the decode sweep")
+    python3 scripts/benchmarks_md.py --sequence bench.json   the decode sweep's cold rows layer after
+        layer: a call's µs alone and back to back, spmma's, cuBLAS's and cuSPARSELt's, the speed-ups
+        in sequence and the weight stream ("Layer after layer")
     python3 scripts/benchmarks_md.py --configs bench.json    scripts/device-hopper.sh's records (each
         with its "config" label): TFLOP/s per shape, type and configuration, in the order the
         labels first appear, and cuBLAS's (the experiment tables of docs/benchmarks.md's history)
@@ -19,7 +22,7 @@ version and commit, date, command, repetitions), the table each row's median and
         (docs/python.md, "Speed on the H100")
     python3 scripts/benchmarks_md.py --check ROOT
         fails unless every current table of the docs (CHECKED below: "Where spmma stands" and the
-        decode sweep in docs/benchmarks.md, the MLP block in docs/python.md) is exactly what this
+        decode sweep, alone and layer after layer, in docs/benchmarks.md, the MLP block in docs/python.md) is exactly what this
         script makes of its committed records (test benchmarks_doc): a hand edit of a number, or
         new records without regenerating, fails it
 """
@@ -133,6 +136,36 @@ def decode(rows):
                       f"{f(c['weight_gbps'] / cr if cr else None, 2)} |")
 
 
+def sequence(rows):
+    # Cold rows timed layer after layer too (records since 2026-11-24: "sequence"): a call's µs
+    # alone (its own held window) and back to back, spmma's, cuBLAS's and cuSPARSELt's, the
+    # speed-ups in sequence, and the weight stream in sequence against the copy rate.
+    by = {(r["type"], r["m"], r["k"], r["n"]): r for r in rows if r.get("l2") == "cold" and r.get("sequence")}
+
+    def us(x):
+        return f"{x * 1e3:.1f}" if x else "-"
+
+    print("| type | M×K | N | spmma µs alone → in sequence | cuBLAS µs alone → in sequence | "
+          "cuSPARSELt µs alone → in sequence | in sequence: vs cuBLAS | vs cuSPARSELt | weight GB/s | of copy |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for t in dict.fromkeys(r["type"] for r in rows):
+        for (m, k) in DECODE_WEIGHTS:
+            for n in DECODE_N:
+                r = by.get((t, m, k, n))
+                if r is None:
+                    continue
+                q = r["sequence"]
+                flops = 2.0 * m * n * k
+                cub = flops / (r["cublas_tflops"] * 1e12) * 1e3 if r.get("cublas_tflops") else None
+                cs = (r.get("cusparselt_record") or {}).get("cusparselt_ms")
+                sp, sd, sc = q.get("spmma_ms"), q.get("cublas_ms"), q.get("cusparselt_ms")
+                gbps = r["weight_bytes"] / (sp * 1e-3) / 1e9 if sp else None
+                cr = r.get("copy_gbps")
+                print(f"| {t} | {m}×{k} | {n} | {us(r['spmma_ms'])} → {us(sp)} | {us(cub)} → {us(sd)} | "
+                      f"{us(cs)} → {us(sc)} | {f(sd / sp if sp and sd else None, 2)} | "
+                      f"{f(sc / sp if sp and sc else None, 2)} | {f(gbps, 0)} | {f(gbps / cr if gbps and cr else None, 2)} |")
+
+
 def configs(rows):
     labels = list(dict.fromkeys(r["config"] for r in rows))
     by = {}
@@ -172,6 +205,7 @@ def mlp(rows, before=None, label=""):
 CHECKED = (
     ("docs/benchmarks.md", "--standing", standing, ("docs/data/bench-h100-full.json",)),
     ("docs/benchmarks.md", "--decode", decode, ("docs/data/bench-h100-decode.json",)),
+    ("docs/benchmarks.md", "--sequence", sequence, ("docs/data/bench-h100-decode.json",)),
     ("docs/python.md", "--mlp", mlp, ("docs/data/torch-mlp-h100.json", "docs/data/torch-mlp-h100-c75ee41.json", "c75ee41")),
 )
 
@@ -199,7 +233,8 @@ if __name__ == "__main__":
     if len(sys.argv) in (3, 5) and sys.argv[1] == "--mlp":
         mlp(json.load(open(sys.argv[2])), *([json.load(open(sys.argv[3])), sys.argv[4]] if len(sys.argv) == 5 else []))
         sys.exit(0)
-    if len(sys.argv) == 3 and sys.argv[1] in ("--standing", "--decode", "--configs"):
-        {"--standing": standing, "--decode": decode, "--configs": configs}[sys.argv[1]](json.load(open(sys.argv[2])))
+    if len(sys.argv) == 3 and sys.argv[1] in ("--standing", "--decode", "--sequence", "--configs"):
+        {"--standing": standing, "--decode": decode, "--sequence": sequence,
+         "--configs": configs}[sys.argv[1]](json.load(open(sys.argv[2])))
     else:
         main(sys.argv[1])

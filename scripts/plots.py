@@ -6,10 +6,11 @@ item 7). Needs matplotlib (not a dependency of spmma: `pip install matplotlib`);
     python3 scripts/plots.py peers  RECORDS.json OUT.svg [--config LABEL]
         spmma, cuBLAS dense and cuSPARSELt (where the record has it), TFLOP/s per shape, one
         panel per type.
-    python3 scripts/plots.py vs-n   RECORDS.json OUT.svg [--config LABEL] [--l2 hot|cold] [--over cublas|cusparselt]
+    python3 scripts/plots.py vs-n   RECORDS.json OUT.svg [--config LABEL] [--l2 hot|cold] [--over cublas|cusparselt] [--sequence]
         spmma's speed-up over cuBLAS dense (or cuSPARSELt) against N for each M x K with several N
         (the LLM linears: N is the tokens of a batch), one line per M x K, one panel per type;
-        --l2 keeps the rows of one L2 mode (`spmma bench --l2`).
+        --l2 keeps the rows of one L2 mode (`spmma bench --l2`); --sequence takes every side's
+        time layer after layer (the cold records' "sequence") instead of a call's alone.
     python3 scripts/plots.py roofline RECORDS.json OUT.svg --peak TYPE=TFLOPS ... --bandwidth TB/S [--config LABEL]
         each row at its arithmetic intensity (dense-equivalent FLOP per byte of compressed A, B
         and D), under the roofs min(peak, bandwidth x intensity): the instruction peaks and the
@@ -99,8 +100,18 @@ def peers(path, out, config):
     fig.savefig(out)
 
 
-def vs_n(path, out, config, l2="", over="cublas"):
+def vs_n(path, out, config, l2="", over="cublas", sequence=False):
     rows = load(path, config, l2)
+    if sequence:  # the rates of the calls back to back (rows without them are left out)
+        seq = []
+        for r in rows:
+            q = r.get("sequence") or {}
+            if q.get("spmma_ms"):
+                f = 2.0 * r["m"] * r["n"] * r["k"] / 1e9
+                seq.append(dict(r, spmma_tflops=f / q["spmma_ms"],
+                                cublas_tflops=f / q["cublas_ms"] if q.get("cublas_ms") else None,
+                                cusparselt_tflops=f / q["cusparselt_ms"] if q.get("cusparselt_ms") else None))
+        rows = seq
     peer_key, peer_name = {"cublas": ("cublas_tflops", "cuBLAS dense"),
                            "cusparselt": ("cusparselt_tflops", "cuSPARSELt")}[over]
     # Per type, per M x K, (N, speed-up) points; a type is drawn where some M x K has 3 N or more.
@@ -130,7 +141,8 @@ def vs_n(path, out, config, l2="", over="cublas"):
         ax.legend(fontsize=7)
     axes[0][0].set_ylabel(f"spmma / {peer_name}")
     what = "dense" if over == "cublas" else "cuSPARSELt"
-    fig.suptitle(f"Speed-up over {what} against N, LLM linear shapes" + (f", {l2} L2" if l2 else ""), fontsize=11)
+    fig.suptitle(f"Speed-up over {what} against N, LLM linear shapes" + (f", {l2} L2" if l2 else "") +
+                 (", layer after layer" if sequence else ""), fontsize=11)
     fig.text(0.01, 0.005, caption(path, rows), fontsize=7, color="#555555")
     fig.tight_layout(rect=(0, 0.03, 1, 0.95))
     fig.savefig(out)
@@ -184,6 +196,7 @@ def main():
     ap.add_argument("--config", default="")
     ap.add_argument("--l2", choices=["hot", "cold"], default="", help="keep the rows of one L2 mode (bench --l2)")
     ap.add_argument("--over", choices=["cublas", "cusparselt"], default="cublas", help="vs-n: the speed-up over whom")
+    ap.add_argument("--sequence", action="store_true", help="vs-n: the times layer after layer (cold records)")
     ap.add_argument("--peak", action="append", default=[], metavar="TYPE=TFLOPS")
     ap.add_argument("--bandwidth", type=float, default=0.0, metavar="TB/S")
     ap.add_argument("--source", default="", help="where the peaks and the bandwidth were measured (caption)")
@@ -191,7 +204,7 @@ def main():
     if a.kind == "peers":
         peers(a.records, a.out, a.config)
     elif a.kind == "vs-n":
-        vs_n(a.records, a.out, a.config, a.l2, a.over)
+        vs_n(a.records, a.out, a.config, a.l2, a.over, a.sequence)
     else:
         if not a.peak or a.bandwidth <= 0 or not a.source:
             raise SystemExit("roofline: give --peak TYPE=TFLOPS (one per type), --bandwidth TB/S and --source")

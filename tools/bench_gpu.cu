@@ -250,8 +250,31 @@ struct ModeTiming {
   int copies = 1, dense_copies = 1;
   uint64_t between = 0, dense_between = 0;
   int missed = 0;  // timed calls (spmma's and cuBLAS's) enqueued after their hold ran out (HeldTimer)
+  // Cold: layer after layer (sequence_timing), per call; the calls of a window.
+  Timing spmma_seq, dense_seq;
+  int seq_calls = 0, dense_seq_calls = 0;
   std::string note;
 };
+
+// Layer after layer (cold L2 only): one held window holds `calls` calls back to back, each on the
+// next copy of the rotation (another weight, as the next layer of a model is), whole rotations of
+// at least kSequenceCalls; a call's time is the window over `calls`, median over `reps` windows.
+// This is how decode runs (a CUDA graph or a full launch queue: no host time between calls), and
+// where a kernel's start can overlap the end of the one before (programmatic dependent launch):
+// a single call in its own window cannot show that. call(j) runs the j-th call of the rotation.
+constexpr int kSequenceCalls = 8;
+template <class Call>
+Timing sequence_timing(HeldTimer& timer, int copies, int reps, const char* who, int& calls, Call&& call) {
+  calls = copies * ((kSequenceCalls + copies - 1) / copies);
+  std::vector<double> per_call;
+  // 3 warm-up windows: each one queued too late doubles the hold (a window's enqueueing is `calls`
+  // times a call's, up to 64 x cuBLASLt's ~10 us).
+  for (double t : timer.times(3, reps, who, [&](int) {
+         for (int j = 0; j < calls; ++j) call(j);
+       }))
+    per_call.push_back(t / calls);
+  return timing_of(per_call);
+}
 
 // The row of one mode: the case's shared fields (data, plan, verification) in `r`, this mode's
 // times, copies and weight-stream rates from mt.
@@ -273,6 +296,8 @@ Row row_for_mode(const Row& r, const ModeTiming& mt, uint64_t l2_bytes) {
     out.cublas_tflops = flops / (out.cublas_ms * 1e-3) / 1e12;
     out.dense_weight_gbps = static_cast<double>(r.dense_weight_bytes) / (out.cublas_ms * 1e-3) / 1e9;
   }
+  if (mt.seq_calls) out.spmma_seq_ms = mt.spmma_seq.median, out.seq_calls = mt.seq_calls;
+  if (mt.dense_seq_calls) out.cublas_seq_ms = mt.dense_seq.median, out.dense_seq_calls = mt.dense_seq_calls;
   out.l2_copies = mt.copies, out.dense_l2_copies = mt.dense_copies;
   out.l2_between_bytes = mt.between, out.dense_l2_between_bytes = mt.dense_between;
   out.l2_bytes = mt.mode == L2Mode::cold ? l2_bytes : 0;
@@ -546,6 +571,10 @@ std::vector<Row> run_gpu(const Options& o) {
             calls.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - h0).count());
           }
           mt.missed += timer.missed;
+          if (copies > 1) {
+            mt.spmma_seq = sequence_timing(timer, copies, o.reps, "spmma (layer after layer)", mt.seq_calls, call);
+            mt.missed += timer.missed;
+          }
           mt.spmma = timing_of(ktimes);
           mt.call_us = median(calls);
           mt.host_us = median(hosts);
@@ -594,13 +623,18 @@ std::vector<Row> run_gpu(const Options& o) {
               const int copies = mt.dense_copies;
               const int warmup = copies > 1 ? std::max(o.warmup, copies) : o.warmup;
               HeldTimer timer{stream, e0, e1};
-              const std::vector<double> ct = timer.times(warmup, o.reps, "cuBLAS", [&](int i) {
+              auto call = [&](int i) {
                 const int j = i % copies;
                 const void* aj = j == 0 ? a.ptr : a_dense[static_cast<size_t>(j - 1)].ptr;
                 const void* bj = j == 0 ? b.ptr : b_copies[static_cast<size_t>(j - 1)].ptr;
                 g.run(*ts, aj, bj, d2.ptr, stream);
-              });
+              };
+              const std::vector<double> ct = timer.times(warmup, o.reps, "cuBLAS", call);
               mt.missed += timer.missed;
+              if (copies > 1) {
+                mt.dense_seq = sequence_timing(timer, copies, o.reps, "cuBLAS (layer after layer)", mt.dense_seq_calls, call);
+                mt.missed += timer.missed;
+              }
               mt.dense = timing_of(ct);
               mt.dense_ran = true;
             };

@@ -63,6 +63,11 @@ struct Row {
   uint64_t dense_weight_bytes = 0;
   double weight_gbps = 0;
   std::optional<double> dense_weight_gbps;
+  // Cold rows: a call's time layer after layer (bench_gpu.cu, sequence_timing: seq_calls calls on
+  // the rotation's copies back to back in one window, median of the windows over the calls), spmma's
+  // and cuBLAS's; cuSPARSELt's from bench/cusparselt_torch.py (cusparselt_seq_ms) where merged.
+  std::optional<double> spmma_seq_ms, cublas_seq_ms, cusparselt_seq_ms;
+  int seq_calls = 0, dense_seq_calls = 0;
 };
 
 // Which L2 states a case is timed in (`spmma bench --l2 hot|cold|both`).

@@ -26,7 +26,8 @@ nlohmann::json bits_json(const Matrix& m);
 // cusparselt_tflops, cpu_dense_tflops (null where not measured), kernel, note, d_type, epilogue,
 // d_order, fast_accum, timing_ms {spmma, cublas on the GPU or cpu_dense on the CPU: {min, median,
 // p90}}, l2, l2_rotation, weight_bytes, value_bytes, metadata_bytes, weight_gbps,
-// dense_weight_bytes, dense_weight_gbps. `spmma demo --json` prints it for its one case; one schema for the two commands.
+// dense_weight_bytes, dense_weight_gbps, sequence {spmma_ms, cublas_ms, cusparselt_ms, calls,
+// dense_calls} (cold rows: a call's time layer after layer; null elsewhere). `spmma demo --json` prints it for its one case; one schema for the two commands.
 inline nlohmann::json bench_row_json(const bench::Row& r, const std::string& device, bool gpu, bool fast_accum) {
   auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
   auto timing = [](const bench::Timing& t) {
@@ -67,7 +68,16 @@ inline nlohmann::json bench_row_json(const bench::Row& r, const std::string& dev
           {"metadata_bytes", r.metadata_bytes},
           {"weight_gbps", r.spmma_ms > 0 ? nlohmann::json(r.weight_gbps) : nlohmann::json(nullptr)},
           {"dense_weight_bytes", r.dense_weight_bytes},
-          {"dense_weight_gbps", opt(r.dense_weight_gbps)}};
+          {"dense_weight_gbps", opt(r.dense_weight_gbps)},
+          // Layer after layer (cold rows; bench_gpu.cu, sequence_timing): a call's time with the
+          // calls back to back on the rotation's copies.
+          {"sequence", r.spmma_seq_ms || r.cublas_seq_ms
+                           ? nlohmann::json{{"spmma_ms", opt(r.spmma_seq_ms)},
+                                            {"cublas_ms", opt(r.cublas_seq_ms)},
+                                            {"cusparselt_ms", opt(r.cusparselt_seq_ms)},
+                                            {"calls", r.seq_calls},
+                                            {"dense_calls", r.dense_seq_calls}}
+                           : nlohmann::json(nullptr)}};
 }
 
 // The provenance of a timed record (bench's rows, demo's one): the environment, the device, the

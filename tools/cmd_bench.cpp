@@ -87,6 +87,7 @@ void register_bench(CLI::App& app) {
     std::string kernel = "auto";
     int tile_n = 0, splits = 0, group_m = 0, cluster_m = 0;
     std::string grid = "auto";
+    bool no_dependent_launch = false;
     bool bias = false, scales = false;
     std::string activation = "none", out, d_order = "row";
     std::string l2, sweep;  // l2 empty: hot, or both with --sweep decode
@@ -131,6 +132,9 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--cluster-m", o->cluster_m, "sm90: CTAs per cluster along M, 1 or 2 (PlanOptions.cluster_m)");
   cmd->add_option("--grid", o->grid, "sm90 grid: auto (default), persistent or per-tile (PlanOptions.grid)")
       ->check(CLI::IsMember({"auto", "persistent", "per-tile"}));
+  cmd->add_flag("--no-dependent-launch", o->no_dependent_launch,
+                "sm90: launch each call plainly, after the kernel before has finished, instead of with programmatic "
+                "dependent launch (PlanOptions.dependent_launch = false)");
   // The epilogue spmma runs (the dense baseline stays plain; spmma's D is then checked against the
   // CPU backend on sampled rows).
   cmd->add_flag("--bias", o->bias, "Add a bias vector (one f32 per row of D) in spmma's epilogue");
@@ -228,6 +232,7 @@ void register_bench(CLI::App& app) {
     bo.plan.kernel = o->kernel == "sm90" ? KernelFamily::sm90 : o->kernel == "sm80" ? KernelFamily::sm80 : KernelFamily::automatic;
     bo.plan.tile_n = o->tile_n, bo.plan.splits = o->splits, bo.plan.group_m = o->group_m;
     bo.plan.cluster_m = o->cluster_m;
+    bo.plan.dependent_launch = !o->no_dependent_launch;
     bo.plan.grid = o->grid == "persistent" ? GridKind::persistent : o->grid == "per-tile" ? GridKind::per_tile : GridKind::automatic;
     bo.epilogue.bias = o->bias, bo.epilogue.scales = o->scales;
     bo.epilogue.act = o->activation == "relu" ? Activation::relu : o->activation == "gelu" ? Activation::gelu : Activation::none;
@@ -256,6 +261,8 @@ void register_bench(CLI::App& app) {
                {"torch", "cusparselt", "alg_id", "kernels", "cusparselt_ms", "l2_copies", "weight_gbps", "timing",
                 "hold_missed", "cusparselt_kernel_ms"})
             if (c.contains(key)) r.peer[key] = c[key];
+          if (c.contains("cusparselt_seq_ms") && c["cusparselt_seq_ms"].is_number())
+            r.cusparselt_seq_ms = c["cusparselt_seq_ms"].get<double>();
         }
       return r;
     };
@@ -306,7 +313,8 @@ void register_bench(CLI::App& app) {
       if (gpu)
         std::cout << "GB/s: weight bytes per kernel time (spmma: compressed values + metadata; dense: M·K elements); "
                      "of copy: spmma's GB/s / the copy rate; l2 cold: each call reads its A and B from HBM "
-                     "(docs/benchmarks.md, \"Cold L2 and the decode sweep\")\n";
+                     "(docs/benchmarks.md, \"Cold L2 and the decode sweep\"); seq/dense (cold): the speed-up over "
+                     "dense with the calls back to back, layer after layer\n";
       else
         std::cout << "GB/s: weight bytes per time (spmma: compressed values + metadata; dense: the f32 A cblas_sgemm "
                      "reads)\n";
@@ -314,7 +322,7 @@ void register_bench(CLI::App& app) {
                 << "spmma" << std::setw(10) << "dense" << std::setw(12) << "cuSPARSELt" << std::setw(10) << "vs dense"
                 << std::setw(10) << "vs cSLt" << std::setw(12) << "call us" << std::setw(10) << "host us"
                 << std::setw(6) << "l2" << std::setw(10) << "GB/s" << std::setw(11) << "dense GB/s" << std::setw(9)
-                << "of copy" << std::setw(10) << "verified" << std::endl;
+                << "of copy" << std::setw(10) << "seq/dense" << std::setw(10) << "verified" << std::endl;
     }
     auto print_row = [&](const BenchRow& r) {
       std::ostringstream shape;
@@ -351,6 +359,9 @@ void register_bench(CLI::App& app) {
       gbps(ran ? std::optional<double>(r.weight_gbps) : std::nullopt, 10);
       gbps(r.dense_weight_gbps, 11);
       col(ran && copy_gbps ? std::optional<double>(r.weight_gbps / *copy_gbps) : std::nullopt, 9, true);
+      // Layer after layer (cold rows): cuBLAS's time per call over spmma's, both back to back.
+      col(r.spmma_seq_ms && r.cublas_seq_ms ? std::optional<double>(*r.cublas_seq_ms / *r.spmma_seq_ms) : std::nullopt, 10,
+          true);
       std::cout << std::setw(10) << (r.verified ? "yes" : "NO");
       if (!r.note.empty()) std::cout << "   " << r.note;
       std::cout << std::endl;
