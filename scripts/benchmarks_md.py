@@ -80,6 +80,14 @@ DECODE_WEIGHTS = ((4096, 4096), (14336, 4096), (4096, 14336), (28672, 8192), (11
 DECODE_N = (1, 8, 16, 32, 64, 128, 256)
 
 
+def decode_order(rows):
+    """(type, M, K, N) of the decode sweep in its table order: types as they come, then weights, then N."""
+    for t in dict.fromkeys(r["type"] for r in rows):
+        for (m, k) in DECODE_WEIGHTS:
+            for n in DECODE_N:
+                yield t, m, k, n
+
+
 def geomean(v):
     return math.exp(sum(math.log(x) for x in v) / len(v))
 
@@ -122,18 +130,16 @@ def decode(rows):
     print("| type | M×K | N | spmma TFLOP/s cold (hot) | vs cuBLAS cold | vs cuSPARSELt cold | vs its kernel time | "
           "weight GB/s cold | of copy |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for t in dict.fromkeys(r["type"] for r in rows):
-        for (m, k) in DECODE_WEIGHTS:
-            for n in DECODE_N:
-                c, h = by.get((t, m, k, n, "cold")), by.get((t, m, k, n, "hot"))
-                if c is None:
-                    continue
-                vd = c["spmma_tflops"] / c["cublas_tflops"] if c.get("cublas_tflops") else None
-                vs = c["spmma_tflops"] / c["cusparselt_tflops"] if c.get("cusparselt_tflops") else None
-                cr = copy_rate(c)
-                print(f"| {t} | {m}×{k} | {n} | {c['spmma_tflops']:.1f} ({f(h['spmma_tflops']) if h else '-'}) | "
-                      f"{f(vd, 2)} | {f(vs, 2)} | {f(kernel_only(c), 2)} | {c['weight_gbps']:.0f} | "
-                      f"{f(c['weight_gbps'] / cr if cr else None, 2)} |")
+    for t, m, k, n in decode_order(rows):
+        c, h = by.get((t, m, k, n, "cold")), by.get((t, m, k, n, "hot"))
+        if c is None:
+            continue
+        vd = c["spmma_tflops"] / c["cublas_tflops"] if c.get("cublas_tflops") else None
+        vs = c["spmma_tflops"] / c["cusparselt_tflops"] if c.get("cusparselt_tflops") else None
+        cr = copy_rate(c)
+        print(f"| {t} | {m}×{k} | {n} | {c['spmma_tflops']:.1f} ({f(h['spmma_tflops']) if h else '-'}) | "
+              f"{f(vd, 2)} | {f(vs, 2)} | {f(kernel_only(c), 2)} | {c['weight_gbps']:.0f} | "
+              f"{f(c['weight_gbps'] / cr if cr else None, 2)} |")
 
 
 def sequence(rows):
@@ -148,22 +154,20 @@ def sequence(rows):
     print("| type | M×K | N | spmma µs alone → in sequence | cuBLAS µs alone → in sequence | "
           "cuSPARSELt µs alone → in sequence | in sequence: vs cuBLAS | vs cuSPARSELt | weight GB/s | of copy |")
     print("|---|---|---|---|---|---|---|---|---|---|")
-    for t in dict.fromkeys(r["type"] for r in rows):
-        for (m, k) in DECODE_WEIGHTS:
-            for n in DECODE_N:
-                r = by.get((t, m, k, n))
-                if r is None:
-                    continue
-                q = r["sequence"]
-                flops = 2.0 * m * n * k
-                cub = flops / (r["cublas_tflops"] * 1e12) * 1e3 if r.get("cublas_tflops") else None
-                cs = (r.get("cusparselt_record") or {}).get("cusparselt_ms")
-                sp, sd, sc = q.get("spmma_ms"), q.get("cublas_ms"), q.get("cusparselt_ms")
-                gbps = r["weight_bytes"] / (sp * 1e-3) / 1e9 if sp else None
-                cr = r.get("copy_gbps")
-                print(f"| {t} | {m}×{k} | {n} | {us(r['spmma_ms'])} → {us(sp)} | {us(cub)} → {us(sd)} | "
-                      f"{us(cs)} → {us(sc)} | {f(sd / sp if sp and sd else None, 2)} | "
-                      f"{f(sc / sp if sp and sc else None, 2)} | {f(gbps, 0)} | {f(gbps / cr if gbps and cr else None, 2)} |")
+    for t, m, k, n in decode_order(rows):
+        r = by.get((t, m, k, n))
+        if r is None:
+            continue
+        q = r["sequence"]
+        flops = 2.0 * m * n * k
+        cub = flops / (r["cublas_tflops"] * 1e12) * 1e3 if r.get("cublas_tflops") else None
+        cs = (r.get("cusparselt_record") or {}).get("cusparselt_ms")
+        sp, sd, sc = q.get("spmma_ms"), q.get("cublas_ms"), q.get("cusparselt_ms")
+        gbps = r["weight_bytes"] / (sp * 1e-3) / 1e9 if sp else None
+        cr = r.get("copy_gbps")
+        print(f"| {t} | {m}×{k} | {n} | {us(r['spmma_ms'])} → {us(sp)} | {us(cub)} → {us(sd)} | "
+              f"{us(cs)} → {us(sc)} | {f(sd / sp if sp and sd else None, 2)} | "
+              f"{f(sc / sp if sp and sc else None, 2)} | {f(gbps, 0)} | {f(gbps / cr if gbps and cr else None, 2)} |")
 
 
 def configs(rows):

@@ -18,6 +18,7 @@
 #include "spmma/matmul.hpp"
 #include "spmma/sparse.hpp"
 #include "spmma/types.hpp"
+#include "gpu/gpu_test.hpp"
 #include "test_util.hpp"
 
 using namespace spmma;
@@ -109,13 +110,9 @@ void expect_like_cpu(const MatmulDesc& d, const std::vector<uint16_t>& a, const 
 class DependentLaunch : public ::testing::Test {
  protected:
   void SetUp() override {
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) GTEST_SKIP() << "no CUDA GPU on this machine";
-    try {
-      h_ = std::make_unique<Handle>(Device::gpu);
-    } catch (const Error& e) {
-      GTEST_SKIP() << "no usable GPU: " << e.what();
-    }
+    std::string why;
+    h_ = test::gpu_handle(why);
+    if (!h_) GTEST_SKIP() << why;
     if (Plan(*h_, decode_desc(128, 16, 256)).info().kernel != KernelFamily::sm90)
       GTEST_SKIP() << "the sm90 kernel does not run here (programmatic dependent launch is its launch): "
                    << Plan(*h_, decode_desc(128, 16, 256)).describe();

@@ -13,6 +13,7 @@
 #include "spmma/error.hpp"
 #include "spmma/matmul.hpp"
 #include "spmma/sparse.hpp"
+#include "gpu/gpu_test.hpp"
 #include "test_util.hpp"
 
 using namespace spmma;
@@ -161,13 +162,8 @@ void run_case(const Case& cs, Handle& h, std::mt19937_64& rng) {
 class MatmulGpu : public ::testing::Test {
  protected:
   void SetUp() override {
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) GTEST_SKIP() << "no CUDA GPU on this machine";
-    try {
-      Handle h(Device::gpu);
-    } catch (const Error& e) {
-      GTEST_SKIP() << "no usable GPU: " << e.what();
-    }
+    std::string why;
+    if (!test::gpu_handle(why)) GTEST_SKIP() << why;
   }
 };
 

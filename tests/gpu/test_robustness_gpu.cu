@@ -25,6 +25,7 @@
 #include "spmma/matmul.hpp"
 #include "spmma/sparse.hpp"
 #include "spmma/types.hpp"
+#include "gpu/gpu_test.hpp"
 #include "test_util.hpp"
 
 using namespace spmma;
@@ -346,13 +347,9 @@ void expect_context_alive() {
 class Robust : public ::testing::Test {
  protected:
   void SetUp() override {
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) GTEST_SKIP() << "no CUDA GPU on this machine";
-    try {
-      h_ = std::make_unique<Handle>(Device::gpu);
-    } catch (const Error& e) {
-      GTEST_SKIP() << "no usable GPU: " << e.what();
-    }
+    std::string why;
+    h_ = test::gpu_handle(why);
+    if (!h_) GTEST_SKIP() << why;
   }
   void TearDown() override {
     if (h_) expect_context_alive();
