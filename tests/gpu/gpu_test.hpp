@@ -1,14 +1,22 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // What every GPU test fixture starts from: a handle on the GPU, or why the test skips (label
-// `gpu`: the tests skip with that message where no GPU is usable).
+// `gpu`: the tests skip with that message where no GPU is usable); CK for CUDA runtime calls.
 #pragma once
 #include <cuda_runtime.h>
+#include <gtest/gtest.h>
 
 #include <memory>
 #include <string>
 
 #include "spmma/error.hpp"
 #include "spmma/matmul.hpp"
+
+// A CUDA runtime call that must succeed (a fatal test failure naming the call otherwise).
+#define CK(x)                                                           \
+  do {                                                                  \
+    const cudaError_t e_ = (x);                                         \
+    ASSERT_EQ(e_, cudaSuccess) << #x << ": " << cudaGetErrorString(e_); \
+  } while (0)
 
 namespace spmma::test {
 

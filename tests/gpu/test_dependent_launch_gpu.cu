@@ -19,6 +19,8 @@
 #include "spmma/sparse.hpp"
 #include "spmma/types.hpp"
 #include "gpu/gpu_test.hpp"
+#include "ptx/griddep.cuh"
+#include "ptx/timer.cuh"
 #include "test_util.hpp"
 
 using namespace spmma;
@@ -26,37 +28,23 @@ using T = ElemType;
 
 namespace {
 
-#define CK(x)                                                           \
-  do {                                                                  \
-    const cudaError_t e_ = (x);                                         \
-    ASSERT_EQ(e_, cudaSuccess) << #x << ": " << cudaGetErrorString(e_); \
-  } while (0)
-
-__device__ uint64_t now_ns() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
 // The kernel before: lets its dependents be scheduled at once, spins `ns`, then copies src to
 // dst and notes when it finished.
 __global__ void write_late(const uint8_t* src, uint8_t* dst, size_t n, uint64_t ns, unsigned long long* done_ns) {
 #if __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;");
+  ptx::allow_next_grid();
 #endif
-  const uint64_t t0 = now_ns();
-  while (now_ns() - t0 < ns) {
-  }
+  ptx::spin_ns(ns);
   for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x)
     dst[i] = src[i];
   __threadfence();
   __syncthreads();
-  if (threadIdx.x == 0) atomicMax(done_ns, static_cast<unsigned long long>(now_ns()));
+  if (threadIdx.x == 0) atomicMax(done_ns, static_cast<unsigned long long>(ptx::globaltimer()));
 }
 
 // The control: launched as a dependent, no wait; notes when it started.
 __global__ void note_start(unsigned long long* at) {
-  if (threadIdx.x == 0) *at = now_ns();
+  if (threadIdx.x == 0) *at = ptx::globaltimer();
 }
 
 constexpr uint64_t kSpinNs = 1'000'000;  // 1 ms: far longer than a launch

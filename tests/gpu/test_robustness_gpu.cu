@@ -37,12 +37,6 @@ using spmma::test::expect_error;
 using spmma::test::seed;
 using spmma::test::kFp8MmaRel;
 
-#define CK(x)                                                                  \
-  do {                                                                         \
-    const cudaError_t e_ = (x);                                                \
-    ASSERT_EQ(e_, cudaSuccess) << #x << ": " << cudaGetErrorString(e_);        \
-  } while (0)
-
 bool is_int(T t) { return !type_info(t).is_float; }
 int bits_of(T t) { return memory_bits(t); }
 size_t bytes_for(int64_t elems, T t) { return static_cast<size_t>((elems * bits_of(t) + 7) / 8); }

@@ -48,9 +48,9 @@ __device__ __forceinline__ void mbar_wait_cluster(uint64_t* bar, uint32_t parity
 // Blocks until the barrier's phase of parity `parity` has completed. The suspend-time hint lets
 // the hardware park the warp until the phase completes (up to 10 ms, CUTLASS's value) instead of
 // returning after its own short limit, so a waiting warp does not take issue slots from the
-// others: on the H100 (2026-11-24, docs/benchmarks.md "Nsight Compute ... the stalls") the
-// promoted e4m3 kernel, whose adds keep the issue slots busiest, ran 1.01-1.05x faster at the
-// large shapes; bf16, s8 and the decode rows unchanged.
+// others: on the H100 (2026-11-24, docs/benchmarks.md, "Nsight Compute: spmma and cuSPARSELt at
+// bf16 8192^3") the promoted e4m3 kernel, whose adds keep the issue slots busiest, ran 1.01-1.07x
+// faster at the large shapes; bf16, s8 and the decode rows unchanged.
 __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
   constexpr uint32_t kSuspendNs = 10'000'000;
   while (!::cuda::ptx::mbarrier_try_wait_parity(bar, parity, kSuspendNs)) {
