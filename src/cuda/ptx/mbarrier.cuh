@@ -23,12 +23,28 @@ __device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* bar, uint32_t by
 
 __device__ __forceinline__ void mbar_arrive(uint64_t* bar) { (void)::cuda::ptx::mbarrier_arrive(bar); }
 
-// One arrival on a barrier of another CTA of the cluster (`bar` from ptx::in_cta). Relaxed: what
-// it announces (the wgmmas that read a stage are retired, wgmma.wait_group) needs no memory
-// ordering, and the .release.cluster form costs a MEMBAR.ALL.GPU before every arrival in the SASS
-// (measured on the H100: clusters of 2 ran at half speed with it, docs/benchmarks.md).
-__device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar) {
-  ::cuda::ptx::mbarrier_arrive(::cuda::ptx::sem_relaxed, ::cuda::ptx::scope_cluster, ::cuda::ptx::space_cluster, bar, 1u);
+// One arrival by each thread for which `pred` holds, as one predicated instruction: a math warp's
+// `if (lane == 0) mbar_arrive(...)` compiled to a convergence region (BSSY ... BSYNC) per stage,
+// 12.5 M branch-unit instructions at bf16 8192^3 on the H100, 6.2 M without (2026-11-27,
+// docs/benchmarks.md, "Power and clocks"). Inline PTX: CCCL's wrappers take no predicate.
+__device__ __forceinline__ void mbar_arrive_if(bool pred, uint64_t* bar) {
+  asm volatile(
+      "{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %1, 0;\n\t@p mbarrier.arrive.shared::cta.b64 _, [%0];\n\t}" ::"r"(
+          static_cast<uint32_t>(__cvta_generic_to_shared(bar))),
+      "r"(static_cast<uint32_t>(pred))
+      : "memory");
+}
+// The same on a barrier of another CTA of the cluster (`peer` from ptx::in_cta). Relaxed: what it
+// announces (the wgmmas that read a stage are retired, wgmma.wait_group) needs no memory ordering,
+// and the .release.cluster form costs a MEMBAR.ALL.GPU before every arrival in the SASS (measured
+// on the H100: clusters of 2 ran at half speed with it, docs/benchmarks.md).
+__device__ __forceinline__ void mbar_arrive_cluster_if(bool pred, uint64_t* peer) {
+  asm volatile(
+      "{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %1, 0;\n\t"
+      "@p mbarrier.arrive.relaxed.cluster.shared::cluster.b64 _, [%0];\n\t}" ::"r"(
+          static_cast<uint32_t>(__cvta_generic_to_shared(peer))),
+      "r"(static_cast<uint32_t>(pred))
+      : "memory");
 }
 
 // One arrival on a barrier of another CTA of the cluster that publishes this thread's (and, after

@@ -129,12 +129,11 @@ struct ConsumerView {
     ptx::mbar_wait(sm.full(slot), phase);
     return *meta;
   }
-  // The warpgroup is done with the slot: one arrival per warp, on both CTAs of a cluster.
+  // The warpgroup is done with the slot: one arrival per warp (lane 0's, predicated: as a branch
+  // it cost a convergence region per stage, ptx/mbarrier.cuh), on both CTAs of a cluster.
   __device__ __forceinline__ void release(int slot) const {
-    if (lane == 0) {
-      ptx::mbar_arrive(sm.empty(slot));
-      if (peer_empty) ptx::mbar_arrive_cluster(peer_empty + slot);
-    }
+    ptx::mbar_arrive_if(lane == 0, sm.empty(slot));
+    if (peer_empty) ptx::mbar_arrive_cluster_if(lane == 0, peer_empty + slot);
   }
 };
 
