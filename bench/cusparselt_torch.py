@@ -58,26 +58,25 @@ def prune_2_4(a):
     return a * mask.to(a.dtype)
 
 
-HOLD_MIN_S = 200e-6  # the shortest hold; longer where the calls' host time asks (held_ms)
+HOLD_S = 100e-6  # the first hold, as spmma bench's (tools/bench_gpu.cu, HeldTimer); doubled where too short
 
 
 def held_ms(fn, iters=30, warmup=5):
     """Median device-event time per call (ms), each call's window opened on a stream held by a
     spinning kernel long enough that the start event, the call and the end event are all enqueued
     before the window opens (NVBench's blocking kernel). Returns (median ms, calls enqueued after
-    the hold ran out: left out, the hold doubled)."""
-    import time
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    host_s = (time.perf_counter() - t0) / warmup  # an upper bound of a call's enqueueing (first calls included)
-    hold_s = max(HOLD_MIN_S, 4 * host_s)
-    cycles = int(hold_s * 2.5e9)  # _sleep counts SM cycles: 2.5 GHz is above any H100 clock, so at least hold_s
+    the hold ran out: left out, the hold doubled). The hold starts at spmma bench's 100 us and
+    doubles only where a call came late, as spmma bench's does, so that both sides idle alike
+    between calls. Until 2026-11-27 it was 4x the warm-up calls' time, their GPU time included, so
+    the GPU idled about 4x as long as it computed: over 1000 such calls at bf16 8192^3 the H100 ran
+    at 1980 MHz and 190 W, where spmma bench's calls ran at 1620 MHz and 690 W. Over this script's
+    30 calls it made no difference (8192^3 bf16: 1185 TFLOP/s before, 1188 with this hold;
+    docs/benchmarks.md, "Power and clocks")."""
+    cycles = int(HOLD_S * 2.5e9)  # _sleep counts SM cycles: 2.5 GHz is above any H100 clock, so at least HOLD_S
     e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     times, missed = [], 0
-    for _ in range(iters):
+    # The warm-up calls held too (as spmma bench's): the ones that come late only lengthen the hold.
+    for i in range(warmup + iters):
         torch.cuda._sleep(cycles)
         e0.record()
         fn()
@@ -85,10 +84,11 @@ def held_ms(fn, iters=30, warmup=5):
         late = e0.query()  # the window had opened before the call was in the queue: no measurement
         e1.synchronize()
         if late:
-            missed += 1
+            missed += i >= warmup
             cycles *= 2
             continue
-        times.append(e0.elapsed_time(e1))
+        if i >= warmup:
+            times.append(e0.elapsed_time(e1))
     if not times:
         raise RuntimeError("every timed call was enqueued after its stream's hold ran out")
     times.sort()
