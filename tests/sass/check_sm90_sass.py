@@ -8,7 +8,10 @@ main loop promises and ptxas could silently undo (issue 10, item 1; docs/layouts
                       while the block is pending, and W - 1 groups kept in flight (WARPGROUP.DEPBAR.LE
                       gsb0, W - 1) - where ptxas serialises instead (warning C7513: a non-wgmma
                       write of a wgmma input register while a group is pending) the block has a
-                      wait after each group and this check fails;
+                      wait after each group and this check fails; after the window's wait, the
+                      stage's release a predicated arrival with no branch before it (a branch
+                      around lane 0's arrival costs a convergence region per stage: 12.5 M
+                      branch-unit instructions at bf16 8192^3 on the H100, docs/benchmarks.md);
   promoted kernels    2 sparse wgmmas per part (one stage's two K steps), a part as wide as the
                       tile up to 192 columns and half of it at 256;
   every kernel        no local memory (spills).
@@ -40,15 +43,16 @@ def functions(sass):
 
 
 def blocks(body):
-    """The wgmma blocks: the instructions from a WARPGROUP.ARRIVE to the next DEPBAR."""
+    """The wgmma blocks: the instructions from a WARPGROUP.ARRIVE to the next DEPBAR, each with
+    the index in `body` of that DEPBAR."""
     out, cur = [], None
-    for ins in body:
+    for k, ins in enumerate(body):
         if ins.startswith("WARPGROUP.ARRIVE"):
             cur = []
         elif cur is not None:
             cur.append(ins)
             if "WARPGROUP.DEPBAR" in ins:
-                out.append(cur)
+                out.append((k, cur))
                 cur = None
     return out
 
@@ -57,7 +61,8 @@ def check(name, body, block_n, promoted, w):
     errors = []
     if any(re.search(r"\b(LDL|STL)\b", i) for i in body):
         errors.append("local memory (spills)")
-    bl = [b for b in blocks(body) if any(GMMA.search(i) for i in b)]
+    ends = [(k, b) for k, b in blocks(body) if any(GMMA.search(i) for i in b)]
+    bl = [b for _, b in ends]
     if not bl:
         return errors + ["no sparse wgmma block"]
     if promoted:
@@ -66,11 +71,11 @@ def check(name, body, block_n, promoted, w):
         if not ok:
             errors.append(f"no stage of two 64x{part} sparse wgmmas")
         return errors
-    window = None
-    for b in bl:
+    window, end = None, None
+    for k, b in ends:
         gm = [i for i in b if GMMA.search(i)]
         if len(gm) == 2 * w and b[-1].endswith(f"gsb0, {w - 1:#x}"):
-            window = b
+            window, end = b, k
     if window is None:
         seen = ", ".join(f"{sum(1 for i in b if GMMA.search(i))} wgmmas then {b[-1]}" for b in bl[:4])
         return errors + [f"no window of {2 * w} sparse wgmmas with {w - 1} group(s) in flight "
@@ -88,6 +93,17 @@ def check(name, body, block_n, promoted, w):
         dst = parts[1].split(",")[0].strip() if len(parts) > 1 else ""
         if dst in meta:
             errors.append(f"'{i}' writes metadata register {dst} while the window's wgmmas are pending")
+    # The first slot's release after the window's wait: lane 0's arrival, predicated, no branch first.
+    for i in body[end + 1:]:
+        if "SYNCS.ARRIVE" in i:
+            if not i.startswith("@"):
+                errors.append(f"the stage's release '{i}' is not predicated: every lane would arrive")
+            break
+        if re.search(r"\b(BRA|BSSY|BSYNC)\b", i):
+            errors.append(f"'{i}' before the stage's release: a branch around lane 0's arrival")
+            break
+    else:
+        errors.append("no arrival after the window's wait")
     return errors
 
 
