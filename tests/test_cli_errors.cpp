@@ -155,6 +155,20 @@ TEST_F(CliErrors, BenchExitsOneNamingTheRowsNotVerified) {
   EXPECT_EQ(run("bench --cpu --reps 1 --types bf16 --shapes 32x16x64").code, 0);
 }
 
+// --json-out holds every finished row as soon as it is finished: a run stopped by a time limit
+// (here the test's, during a case that takes minutes on the CPU) keeps what it measured.
+TEST_F(CliErrors, BenchJsonOutKeepsTheRowsOfAStoppedRun) {
+  const std::string j = path("partial.json");
+  const CliResult r = spmma::test::run_cli(
+      tmp_, "bench --cpu --reps 1 --types bf16 --shapes 32x16x64,8192x8192x8192 --json-out " + quote(j), 15);
+  ASSERT_EQ(r.code, 124) << "the 8192^3 case on the CPU was expected to outlast 15 s\n" << r.out << r.err;
+  ASSERT_TRUE(fs::exists(j)) << r.err;
+  const auto arr = nlohmann::json::parse(slurp(j));
+  ASSERT_EQ(arr.size(), 1u) << arr;
+  EXPECT_EQ(arr[0]["m"], 32);
+  EXPECT_EQ(arr[0]["verified"], true);
+}
+
 // On the CPU path bench says the true reason (here --cpu, which a CUDA build used to report as
 // "built without CUDA") and prints rates with digits (0.0 TFLOP/s for every CPU row before).
 TEST_F(CliErrors, BenchCpuSaysWhyAndPrintsReadableRates) {

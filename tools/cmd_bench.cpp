@@ -366,22 +366,6 @@ void register_bench(CLI::App& app) {
       if (!r.note.empty()) std::cout << "   " << r.note;
       std::cout << std::endl;
     };
-    cli::ProgressLine progress("bench", o->quiet);
-    std::vector<BenchRow> rows;
-    bo.on_start = [&](size_t i, size_t total, const std::string& what) { progress.start(i, total, what); };
-    bo.on_row = [&](const bench::Row& measured) {
-      rows.push_back(with_peer(measured));
-      progress.clear();
-      if (!o->json) print_row(rows.back());
-    };
-    if (gpu) {
-#ifdef SPMMA_HAVE_CUDA
-      bench::run_gpu(bo);
-#endif
-    } else {
-      bench::run_cpu(bo);
-    }
-    progress.clear();
     // Every record carries what it was measured with (docs/benchmarks.md reproduces from it).
     nlohmann::json provenance = cli::timed_provenance(device, bo, gpu);
     provenance["l2"] = l2;
@@ -400,8 +384,9 @@ void register_bench(CLI::App& app) {
 #ifdef SPMMA_HAVE_CUDA
     if (gpu) provenance["cublaslt"] = bench::cublas_version();
 #endif
-    nlohmann::json arr = nlohmann::json::array();
-    for (const auto& r : rows) {
+    // Each row's record; --json-out is rewritten after every row (a whole file each time, by a
+    // temporary and a rename), so that a run stopped by a time limit keeps the rows it finished.
+    auto record = [&](const BenchRow& r) {
       nlohmann::json j = cli::bench_row_json(r, device, gpu, o->fast_accum);
       j["cusparselt_record"] = r.peer.is_null() ? nlohmann::json(nullptr) : r.peer;
       j["provenance"] = provenance;
@@ -412,12 +397,33 @@ void register_bench(CLI::App& app) {
       j["weight_of_copy"] = ran && copy_gbps ? nlohmann::json(r.weight_gbps / *copy_gbps) : nlohmann::json(nullptr);
       j["dense_weight_of_copy"] = r.dense_weight_gbps && copy_gbps ? nlohmann::json(*r.dense_weight_gbps / *copy_gbps)
                                                                    : nlohmann::json(nullptr);
-      arr.push_back(std::move(j));
-    }
-    if (!o->json_out.empty()) {
+      return j;
+    };
+    nlohmann::json arr = nlohmann::json::array();
+    auto write_json_out = [&] {
+      if (o->json_out.empty()) return;
       const std::string text = arr.dump(1) + "\n";
       io::write_file(o->json_out, std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
+    };
+    cli::ProgressLine progress("bench", o->quiet);
+    std::vector<BenchRow> rows;
+    bo.on_start = [&](size_t i, size_t total, const std::string& what) { progress.start(i, total, what); };
+    bo.on_row = [&](const bench::Row& measured) {
+      rows.push_back(with_peer(measured));
+      progress.clear();
+      if (!o->json) print_row(rows.back());
+      arr.push_back(record(rows.back()));
+      write_json_out();
+    };
+    if (gpu) {
+#ifdef SPMMA_HAVE_CUDA
+      bench::run_gpu(bo);
+#endif
+    } else {
+      bench::run_cpu(bo);
     }
+    progress.clear();
+    write_json_out();  // also where no row ran: an empty array
     if (o->json) std::cout << arr.dump(1) << "\n";
     // A row that was not verified is a failed bench: status 1, and the rows named.
     std::string failed;
