@@ -423,7 +423,7 @@ void register_bench(CLI::App& app) {
       bench::run_cpu(bo);
     }
     progress.clear();
-    write_json_out();  // also where no row ran: an empty array
+    if (arr.empty()) write_json_out();  // no row ran: an empty array (each row wrote the file already)
     if (o->json) std::cout << arr.dump(1) << "\n";
     // A row that was not verified is a failed bench: status 1, and the rows named.
     std::string failed;
