@@ -80,8 +80,9 @@ Fn driver_fn(const char* name, int version) {
   return reinterpret_cast<Fn>(f);
 }
 
-// cudaFuncSetAttribute(MaxDynamicSharedMemorySize) once per kernel and device (the attribute
-// belongs to the kernel as loaded on one device). Defined in device_check.cu.
+// cudaFuncSetAttribute(MaxDynamicSharedMemorySize, and the carveout: all of L1 as shared memory)
+// once per kernel and device (the attributes belong to the kernel as loaded on one device).
+// Defined in device_check.cu.
 void set_smem_limit(const void* kernel, int bytes, const char* what);
 
 // `n` elements of T in device memory, freed with the object (empty when n is 0).

@@ -114,6 +114,10 @@ void set_smem_limit(const void* kernel, int bytes, const char* what) {
     if (!done.count({kernel, dev})) {
       check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes),
             std::string("cudaFuncSetAttribute (") + what + ", " + std::to_string(bytes) + " bytes of shared memory)");
+      // All of the SM's unified L1/shared memory as shared memory: the kernels stage their
+      // operands there, and the decode kernel's CTAs share an SM only if the whole of it is theirs.
+      check(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared),
+            std::string("cudaFuncSetAttribute (") + what + ", shared memory carveout)");
       done.insert({kernel, dev});
     }
   }
