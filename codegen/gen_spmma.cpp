@@ -12,8 +12,9 @@
 //                                                  instruction, found in the registry by fields;
 //   gemm_sm80.cu                                   the sm80 kernel for every pair, and its table;
 //   gemm_sm90_<i>.cu (i < GEMM_SHARDS), gemm_table.cu  the sm90 kernel for every pair it covers at
-//                                                  every built tile width (sm90/tiles.hpp), and
-//                                                  the table of them.
+//                                                  every built tile width (sm90/tiles.hpp), the
+//                                                  decode kernel for the same pairs at its widths
+//                                                  (sm90/decode_tiles.hpp), and the tables of them.
 // Shards spread the kernels so that a parallel build compiles them side by side.
 #include <algorithm>
 #include <cstdlib>
@@ -23,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "sm90/decode_tiles.hpp"
 #include "sm90/tiles.hpp"
 #include "spmma/detail/gemm_pairs.hpp"
 #include "spmma/isa.hpp"
@@ -314,6 +316,26 @@ struct Sm90Inst {
   }
 };
 
+// The decode kernel (sm90/decode.cuh): the sm80 form of every pair the sm90 kernel covers, at each
+// decode tile width.
+struct DecodeInst {
+  GemmPair pair;
+  int n;
+  const Variant* form;
+  std::string targs() const { return pair_args(pair) + ", " + std::to_string(n); }
+};
+
+std::vector<DecodeInst> decode_instances() {
+  std::vector<DecodeInst> out;
+  for (const GemmPair& p : detail::kGemmPairs) {
+    bool covered = false;
+    for (const sm90::TileWidth& t : sm90::kTileWidths) covered = covered || sm90_form(p, t.n);
+    if (!covered) continue;
+    for (int n : sm90::decode::kTileWidths) out.push_back({p, n, sm80_form(p)});
+  }
+  return out;
+}
+
 std::vector<Sm90Inst> sm90_instances() {
   std::vector<Sm90Inst> out;
   for (const GemmPair& p : detail::kGemmPairs)
@@ -384,27 +406,38 @@ std::string gemm_sm80() {
   return o.str();
 }
 
-std::string gemm_sm90_shard(const std::vector<Sm90Inst>& insts, int shard, int shards) {
+std::string gemm_sm90_shard(const std::vector<Sm90Inst>& insts, const std::vector<DecodeInst>& dec, int shard,
+                            int shards) {
   std::ostringstream o;
-  o << kGemmHead << "// sm90 kernel instantiations, shard " << shard << " of " << shards << ".\n"
-    << "#include \"sm90/launch_tile.cuh\"\n\nnamespace spmma::sm90 {\n\n";
+  o << kGemmHead << "// sm90 kernel and decode kernel instantiations, shard " << shard << " of " << shards << ".\n"
+    << "#include \"sm90/decode_launch_tile.cuh\"\n#include \"sm90/launch_tile.cuh\"\n\nnamespace spmma::sm90 {\n\n";
   for (size_t i = static_cast<size_t>(shard); i < insts.size(); i += static_cast<size_t>(shards))
     o << "template void launch_tile<" << insts[i].targs() << ">(const Maps&, const gemm::Params&, cudaStream_t);\n";
+  for (size_t i = static_cast<size_t>(shard); i < dec.size(); i += static_cast<size_t>(shards))
+    o << "template void decode::launch_tile<" << dec[i].targs() << ">(const Maps&, const gemm::Params&, cudaStream_t);\n";
   o << "\n}  // namespace spmma::sm90\n";
   return o.str();
 }
 
-std::string gemm_sm90_table(const std::vector<Sm90Inst>& insts) {
+std::string gemm_sm90_table(const std::vector<Sm90Inst>& insts, const std::vector<DecodeInst>& dec) {
   std::ostringstream o;
-  o << kGemmHead << "// The table of the sm90 kernel's instantiations (defined in gemm_sm90_<i>.cu).\n"
-    << "#include \"sm90/launch_sm90.hpp\"\n\nnamespace spmma::sm90 {\n\n";
+  o << kGemmHead << "// The tables of the sm90 kernel's and the decode kernel's instantiations (defined in gemm_sm90_<i>.cu).\n"
+    << "#include \"sm90/decode_launch.hpp\"\n#include \"sm90/launch_sm90.hpp\"\n\nnamespace spmma::sm90 {\n\n";
   for (const Sm90Inst& x : insts)
     o << "extern template void launch_tile<" << x.targs() << ">(const Maps&, const gemm::Params&, cudaStream_t);\n";
   o << "\nnamespace {\n\nconst Entry kEntries[] = {\n";
   for (const Sm90Inst& x : insts)
     o << "    {" << pair_args(x.pair) << ", " << x.n << ", " << (x.promoted ? "true" : "false") << ", \"" << x.form->id
       << "\", " << x.form->k << ", &launch_tile<" << x.targs() << ">},\n";
-  o << "};\n\n}  // namespace\n\nstd::span<const Entry> entries() { return kEntries; }\n\n}  // namespace spmma::sm90\n";
+  o << "};\n\n}  // namespace\n\nstd::span<const Entry> entries() { return kEntries; }\n\nnamespace decode {\n\n";
+  for (const DecodeInst& x : dec)
+    o << "extern template void launch_tile<" << x.targs() << ">(const Maps&, const gemm::Params&, cudaStream_t);\n";
+  o << "\nnamespace {\n\nconst Entry kEntries[] = {\n";
+  for (const DecodeInst& x : dec)
+    o << "    {" << pair_args(x.pair) << ", " << x.n << ", \"" << x.form->id << "\", " << x.form->k << ", &launch_tile<"
+      << x.targs() << ">},\n";
+  o << "};\n\n}  // namespace\n\nstd::span<const Entry> entries() { return kEntries; }\n\n}  // namespace decode\n"
+    << "}  // namespace spmma::sm90\n";
   return o.str();
 }
 
@@ -468,13 +501,14 @@ int main(int argc, char** argv) {
   // The GEMM kernels of the pair table.
   if (!check_pairs()) return 1;
   const std::vector<Sm90Inst> insts = sm90_instances();
+  const std::vector<DecodeInst> dec = decode_instances();
   if (!write_file(dir + "/gemm_forms_sm80.cuh", gemm_forms_sm80()) ||
       !write_file(dir + "/gemm_forms_sm90.cuh", gemm_forms_sm90()) || !write_file(dir + "/gemm_sm80.cu", gemm_sm80()) ||
-      !write_file(dir + "/gemm_table.cu", gemm_sm90_table(insts)))
+      !write_file(dir + "/gemm_table.cu", gemm_sm90_table(insts, dec)))
     return 1;
   for (int k = 0; k < gemm_shards; ++k)
-    if (!write_file(dir + "/gemm_sm90_" + std::to_string(k) + ".cu", gemm_sm90_shard(insts, k, gemm_shards))) return 1;
+    if (!write_file(dir + "/gemm_sm90_" + std::to_string(k) + ".cu", gemm_sm90_shard(insts, dec, k, gemm_shards))) return 1;
   std::cerr << "spmma_gen: " << vs.size() << " probes in " << shards << " files, " << std::size(detail::kGemmPairs)
-            << " type pairs, " << insts.size() << " sm90 instantiations in " << gemm_shards << " files, under " << dir << "\n";
+             << " type pairs, " << insts.size() << " sm90 and " << dec.size() << " decode instantiations in " << gemm_shards << " files, under " << dir << "\n";
   return 0;
 }

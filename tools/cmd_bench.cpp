@@ -124,8 +124,8 @@ void register_bench(CLI::App& app) {
                 "cuBLAS CUBLASLT_MATMUL_DESC_FAST_ACCUM; faster, fewer bits");
   // Plan options (PlanOptions): pin the kernel's choices, for experiments; refused with the reason
   // where a plan cannot take them.
-  cmd->add_option("--kernel", o->kernel, "GPU kernel family: auto (default), sm90 or sm80 (PlanOptions.kernel)")
-      ->check(CLI::IsMember({"auto", "sm90", "sm80"}));
+  cmd->add_option("--kernel", o->kernel, "GPU kernel family: auto (default), sm90, sm80 or decode (PlanOptions.kernel)")
+      ->check(CLI::IsMember({"auto", "sm90", "sm80", "decode"}));
   cmd->add_option("--tile-n", o->tile_n, "sm90 CTA tile N: 64, 128, 192 (promoted fp8) or 256 (PlanOptions.tile_n)");
   cmd->add_option("--splits", o->splits, "sm90 split K: 1 (none) to 8, the CTAs of a cluster (PlanOptions.splits)");
   cmd->add_option("--group-m", o->group_m, "sm90 rasterization: M tiles per group (PlanOptions.group_m)");
@@ -229,7 +229,10 @@ void register_bench(CLI::App& app) {
     bo.types = types;
     bo.reps = o->reps;
     bo.fast_accum = o->fast_accum;
-    bo.plan.kernel = o->kernel == "sm90" ? KernelFamily::sm90 : o->kernel == "sm80" ? KernelFamily::sm80 : KernelFamily::automatic;
+    bo.plan.kernel = o->kernel == "sm90"     ? KernelFamily::sm90
+                     : o->kernel == "sm80"   ? KernelFamily::sm80
+                     : o->kernel == "decode" ? KernelFamily::decode
+                                             : KernelFamily::automatic;
     bo.plan.tile_n = o->tile_n, bo.plan.splits = o->splits, bo.plan.group_m = o->group_m;
     bo.plan.cluster_m = o->cluster_m;
     bo.plan.dependent_launch = !o->no_dependent_launch;

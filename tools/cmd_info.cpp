@@ -32,7 +32,7 @@ using nlohmann::json;
 std::string cuda_version_text(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
 
 const char* family_name(KernelFamily f) {
-  return f == KernelFamily::sm90 ? "sm90" : f == KernelFamily::sm80 ? "sm80" : "cpu";
+  return f == KernelFamily::sm90 ? "sm90" : f == KernelFamily::sm80 ? "sm80" : f == KernelFamily::decode ? "decode" : "cpu";
 }
 
 // The plan each pair of the pair table gets on handle h at 4096³ (its first C/D type).

@@ -215,8 +215,10 @@ void export_interchange(const SparseMatrix& a, void* values, void* metadata, voi
 void decompress_into(const SparseMatrix& a, void* dense, int64_t lda = 0, int64_t stride_a = 0, void* stream = nullptr);
 
 // The GPU kernel families: sm90 = the wgmma.mma_async.sp kernel (Hopper, sm_90a machine code),
-// sm80 = the mma.sp::ordered_metadata kernel (every GPU from sm_80).
-enum class KernelFamily : uint8_t { automatic, sm90, sm80 };
+// sm80 = the mma.sp::ordered_metadata kernel (every GPU from sm_80), decode = the sm_90a kernel
+// for small N (decode, small batches), which streams A in 32-row tiles through TMA into mma.sp
+// (docs/api.md, "The decode kernel").
+enum class KernelFamily : uint8_t { automatic, sm90, sm80, decode };
 
 // The sm90 kernel's grid: persistent (one CTA per SM, each taking tile after tile, its pipeline
 // running on into the next tile while it stores the last) or one CTA per tile.

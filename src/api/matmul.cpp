@@ -563,7 +563,7 @@ SparseMatrix upload(Handle& h, const MatmulDesc& desc, const std::vector<Compres
 Plan::Plan(Handle& h, const MatmulDesc& desc, const PlanOptions& options) : impl_(std::make_unique<Impl>()) {
   desc.validate();
   if (options.kernel != KernelFamily::automatic && options.kernel != KernelFamily::sm90 &&
-      options.kernel != KernelFamily::sm80)
+      options.kernel != KernelFamily::sm80 && options.kernel != KernelFamily::decode)
     fail(Status::invalid_argument,
          "PlanOptions.kernel = " + str(static_cast<int64_t>(options.kernel)) + " is not a KernelFamily");
   if (options.grid != GridKind::automatic && options.grid != GridKind::persistent && options.grid != GridKind::per_tile)

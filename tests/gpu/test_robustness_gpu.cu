@@ -17,6 +17,7 @@
 #include <iostream>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "spmma/detail/gemm_pairs.hpp"
@@ -1268,4 +1269,177 @@ TEST_F(Robust, CallerOwnedBuffersMatchTheCpu) {
     expect_error([&] { (void)borrow(*h_, d, v1.base + 8, m1.base); }, Status::invalid_argument, {"borrow", "values", "16-byte"});
     expect_error([&] { (void)borrow(*h_, d, xv.data(), xm.data()); }, Status::invalid_argument, {"borrow"});
   }
+}
+
+// ------------------------------------------------------------------ the decode kernel (issue 12)
+
+// The decode kernel (sm90/decode.cuh) pinned, against the CPU bit for bit (f32 sums to 1e-5 of
+// Σ|a·b|, fp8 to kFp8MmaRel): every listed combination it runs (the pairs with an sm90 form), both
+// tile widths on purpose (N = 1, 5, 8: the 8-wide tile; 9, 16: the 16-wide; 17, 40: several N
+// tiles), M with a partial last 32-row tile (77, 200) or whole ones (96), K of 1 stage, of 3, and
+// of 51-53 (more stages than the pipeline holds, so that its ring wraps), both D layouts, D's
+// leading dimension padded, batches with one A per entry or a shared one, C of another type,
+// bias, activations, alpha and beta·C, NaN/±Inf/-0.0 in A, B, C and the bias, B row-major
+// (transposed into the workspace) or column-major read in place.
+TEST_F(Robust, DecodeKernelMatchesTheCpu) {
+  if (supported_types(*h_).empty()) GTEST_SKIP() << "no GPU";
+  if (!sm90_runs()) GTEST_SKIP() << "the decode kernel is sm_90a machine code";
+  std::mt19937_64 rng(seed() + 20);
+  std::vector<T> cds_f = {T::f16, T::bf16, T::f32}, cds_i = {T::s32, T::s8};
+  int turn = 0;
+  for (const TypeCombo& tc : supported_types(*h_)) {
+    if (bits_of(tc.a) == 4) continue;  // no sm90 form: the sm80 kernel's
+    for (int rep = 0; rep < 3; ++rep, ++turn) {
+      const int64_t ns[] = {1, 5, 8, 9, 16, 17, 40}, ms[] = {77, 96, 200}, stages[] = {1, 3, 51 + turn % 3};
+      MatmulDesc d = desc_of(tc.a, tc.b, tc.cd, ms[turn % 3], ns[(turn + rep) % 7], 2 * kstep(tc.a) * stages[rep]);
+      const auto& cds = is_int(tc.a) ? cds_i : cds_f;
+      d.c_type = cds[rng() % cds.size()];
+      d.b_order = rng() % 3 == 0 ? Order::row_major : Order::col_major;
+      d.cd_order = turn % 2 ? Order::row_major : Order::col_major;
+      d.batch = 1 + turn % 3;
+      d.a_per_batch = rng() % 2;
+      d.bias = rng() % 2;
+      d.activation = static_cast<Activation>(rng() % 3);
+      if (rng() % 3 == 0) d.ldd = (d.cd_order == Order::row_major ? d.n : d.m) + 2;
+      SCOPED_TRACE(std::string(type_name(tc.a)) + "." + std::string(type_name(tc.b)) + " -> " +
+                   std::string(type_name(tc.cd)) + " " + std::to_string(d.m) + "x" + std::to_string(d.n) + "x" +
+                   std::to_string(d.k) + " batch " + std::to_string(d.batch));
+      RunOpts o;
+      o.plan.kernel = KernelFamily::decode;
+      o.alpha = rep == 1 ? 0.75f : 1.f;
+      o.beta = rng() % 2 ? 0.5f : 0.f;
+      if (detail::gemm_promotes(tc.a)) o.acc_rel = kFp8MmaRel;
+      Images im = make_images(d, rng, Specials{is_int(tc.a) ? 0.0 : 0.02});
+      twin(d, im, o, *h_);
+      EXPECT_EQ(Plan(*h_, d, o.plan).info().kernel, KernelFamily::decode);
+    }
+  }
+}
+
+// Every instantiation of the decode kernel, each on purpose: every pair of the pair table with
+// an sm90 form, both tile widths (N = 5: 8 wide; N = 13: 16 wide), fp8 with its sums promoted and
+// with fast accumulation, each C/D type in turn; 53 stages (the pipeline's ring wraps).
+TEST_F(Robust, DecodeKernelEveryInstantiationMatchesTheCpu) {
+  if (supported_types(*h_).empty()) GTEST_SKIP() << "no GPU";
+  if (!sm90_runs()) GTEST_SKIP() << "the decode kernel is sm_90a machine code";
+  std::mt19937_64 rng(seed() + 22);
+  int turn = 0;
+  for (const detail::GemmPair& pair : detail::kGemmPairs) {
+    if (pair.a == T::s4 || pair.a == T::u4) continue;  // no sm90 form: the sm80 kernel's
+    for (bool fast : {false, true}) {
+      if (fast && !detail::gemm_promotes(pair.a)) continue;
+      for (int n : {5, 13}) {
+        const auto outs = detail::gemm_outputs(pair.a);
+        const T cd = outs[static_cast<size_t>(turn++) % outs.size()];
+        SCOPED_TRACE(std::string(type_name(pair.a)) + " x " + std::string(type_name(pair.b)) + " -> " +
+                     std::string(type_name(cd)) + (fast ? " fast" : "") + " N " + std::to_string(n));
+        MatmulDesc d = desc_of(pair.a, pair.b, cd, 96, n, 53 * 2 * kstep(pair.a));
+        d.fast_accumulation = fast;
+        d.cd_order = turn % 2 ? Order::col_major : Order::row_major;
+        RunOpts o;
+        o.plan.kernel = KernelFamily::decode;
+        if (detail::gemm_promotes(pair.a)) o.acc_rel = kFp8MmaRel;
+        Images im = make_images(d, rng, {});
+        twin(d, im, o, *h_);
+        const PlanInfo info = Plan(*h_, d, o.plan).info();
+        EXPECT_EQ(info.kernel, KernelFamily::decode);
+        EXPECT_EQ(info.tile_n, n <= 8 ? 8 : 16);
+        EXPECT_EQ(info.tile_m, 32);
+      }
+    }
+  }
+}
+
+// The decode kernel's pipeline shallow (several CTAs per SM: 450 CTAs of a 150-entry batch take
+// 12 stages each) and much shorter than K (53 stages): each math warp takes every 2nd stage, and
+// a warp may run ahead of the others; every run again must give the same bytes (15 stages, not a
+// whole number of the warps' rounds, faulted the kernel on the H100, decode_tiles.hpp).
+TEST_F(Robust, DecodeKernelShallowPipelineMatchesTheCpu) {
+  if (supported_types(*h_).empty()) GTEST_SKIP() << "no GPU";
+  if (!sm90_runs()) GTEST_SKIP() << "the decode kernel is sm_90a machine code";
+  std::mt19937_64 rng(seed() + 23);
+  for (auto [a, cd, n] : {std::tuple{T::bf16, T::bf16, 5}, std::tuple{T::s8, T::s32, 13}}) {
+    MatmulDesc d = desc_of(a, a, cd, 96, n, 53 * 2 * kstep(a));
+    d.batch = 150, d.cd_order = Order::col_major;
+    SCOPED_TRACE(std::string(type_name(a)) + " N " + std::to_string(n));
+    RunOpts o;
+    o.plan.kernel = KernelFamily::decode;
+    o.repeat = true;
+    const PlanInfo info = Plan(*h_, d, o.plan).info();
+    EXPECT_EQ(info.stages % 2, 0);  // whole rounds of the two math warps of a row group
+    EXPECT_LT(info.stages, 53);
+    Images im = make_images(d, rng, {});
+    twin(d, im, o, *h_);
+  }
+}
+
+// The decode kernel's epilogue inputs against the CPU: scale vectors per row and per column
+// (one row vector per A entry), bias, GELU, alpha and beta·C, fp8 and s8 D (saturating), on both
+// D layouts; a B one element off its alignment (copied into the workspace: the copy engine reads
+// 16-byte aligned columns only); the same bytes on every run and from a CUDA graph (one kernel node).
+TEST_F(Robust, DecodeKernelEpilogueAndGraphsMatchTheCpu) {
+  if (supported_types(*h_).empty()) GTEST_SKIP() << "no GPU";
+  if (!sm90_runs()) GTEST_SKIP() << "the decode kernel is sm_90a machine code";
+  std::mt19937_64 rng(seed() + 21);
+  int turn = 0;
+  for (auto [a, cd] : {std::pair{T::bf16, T::bf16}, std::pair{T::e4m3, T::f32}, std::pair{T::s8, T::s8}, std::pair{T::s8, T::s32},
+                       std::pair{T::e4m3, T::e4m3}, std::pair{T::bf16, T::e5m2}, std::pair{T::f16, T::f16}, std::pair{T::tf32, T::f32}})
+    for (int variant = 0; variant < 3; ++variant, ++turn) {
+      MatmulDesc d = desc_of(a, a, cd, 160, variant == 0 ? 3 : variant == 1 ? 16 : 12, 6 * kstep(a));
+      d.scale_rows = variant != 1, d.scale_cols = variant != 2;
+      d.batch = 2, d.a_per_batch = turn % 2 == 0;
+      d.cd_order = turn % 2 ? Order::col_major : Order::row_major;
+      d.bias = variant != 0;
+      d.activation = variant == 2 ? Activation::gelu : static_cast<Activation>(turn % 2);
+      SCOPED_TRACE(std::string(type_name(a)) + " -> " + std::string(type_name(cd)) + " variant " + std::to_string(variant));
+      RunOpts o;
+      o.plan.kernel = KernelFamily::decode;
+      o.alpha = cd == T::s8 ? 1.f / 64 : 0.75f;
+      o.beta = variant == 1 ? 0.5f : 0.f;
+      if (variant == 2) {  // B one element off its 16-byte alignment: copied into the workspace
+        d.b_alignment = bits_of(a) / 8;
+        o.b_off = static_cast<size_t>(bits_of(a) / 8);
+      }
+      o.graph = variant == 0, o.repeat = variant == 1;
+      if (detail::gemm_promotes(a)) o.acc_rel = kFp8MmaRel;
+      Images im = make_images(d, rng, {});
+      twin(d, im, o, *h_);
+    }
+}
+
+// Which kernel a plan takes for small N (sm90/heuristics.cu), and the pins the decode kernel refuses.
+TEST_F(Robust, DecodeKernelIsChosenForSmallNOnEnoughRows) {
+  if (supported_types(*h_).empty()) GTEST_SKIP() << "no GPU";
+  if (!sm90_runs()) GTEST_SKIP() << "the decode kernel is sm_90a machine code";
+  const auto info = [&](int64_t m, int64_t n, PlanOptions o = {}) {
+    return Plan(*h_, desc_of(T::bf16, T::bf16, T::bf16, m, n, 4096), o).info();
+  };
+  EXPECT_EQ(info(4096, 16).kernel, KernelFamily::decode);
+  EXPECT_EQ(info(4096, 16).tile_m, 32);
+  EXPECT_EQ(info(4096, 16).tile_n, 16);
+  EXPECT_EQ(info(4096, 8).tile_n, 8);
+  EXPECT_EQ(info(4096, 1).kernel, KernelFamily::decode);
+  EXPECT_EQ(info(4096, 17).kernel, KernelFamily::sm90);  // wider than its tiles
+  EXPECT_EQ(info(512, 16).kernel, KernelFamily::sm90);    // 16 tiles of 32 rows: split K in clusters reaches more SMs
+  EXPECT_EQ(info(11008, 16).kernel, KernelFamily::decode);  // 86 tiles of 128 rows
+  EXPECT_EQ(info(14336, 16).kernel, KernelFamily::sm90);    // 112 tiles of 128 rows: the main kernel fills the SMs
+  EXPECT_EQ(Plan(*h_, desc_of(T::bf16, T::bf16, T::bf16, 4096, 16, 14336)).info().kernel, KernelFamily::sm90);  // long K
+  EXPECT_EQ(Plan(*h_, desc_of(T::e4m3, T::e4m3, T::bf16, 4096, 16, 4096)).info().kernel, KernelFamily::sm90);  // fp8: native wgmma
+  EXPECT_EQ(Plan(*h_, desc_of(T::e4m3, T::e4m3, T::bf16, 4096, 8, 4096)).info().kernel, KernelFamily::decode);
+  EXPECT_EQ(Plan(*h_, desc_of(T::e4m3, T::e4m3, T::bf16, 11008, 8, 4096)).info().kernel, KernelFamily::sm90);
+  EXPECT_EQ(Plan(*h_, desc_of(T::s8, T::s8, T::s32, 4096, 16, 4096)).info().kernel, KernelFamily::decode);
+  PlanOptions main;
+  main.kernel = KernelFamily::sm90;
+  EXPECT_EQ(info(4096, 16, main).kernel, KernelFamily::sm90);
+  PlanOptions tile;
+  tile.tile_n = 64;
+  EXPECT_EQ(info(4096, 16, tile).kernel, KernelFamily::sm90);  // a main-kernel pin means the main kernel
+  PlanOptions pinned;
+  pinned.kernel = KernelFamily::decode;
+  EXPECT_EQ(info(64, 300, pinned).kernel, KernelFamily::decode);
+  EXPECT_GE(info(64, 300, pinned).stages, 4);
+  pinned.splits = 2;
+  expect_error([&] { (void)info(4096, 16, pinned); }, Status::not_supported, {"decode kernel", "splits"});
+  const std::string text = Plan(*h_, desc_of(T::bf16, T::bf16, T::bf16, 4096, 16, 4096)).describe();
+  EXPECT_NE(text.find("sm90 decode kernel"), std::string::npos) << text;
 }

@@ -110,13 +110,14 @@ Compressed GpuStorage::to_host(int64_t b) const {
   return c;
 }
 
-sm90::AMaps GpuStorage::a_maps(const gemm::Params& p) const {
+sm90::AMaps GpuStorage::a_maps(const gemm::Params& p, int block_m) const {
   std::lock_guard<std::mutex> lock(maps_mutex_);
-  if (!maps_ || maps_batch_a_bytes_ != p.batch_a_bytes || maps_batch_ != p.batch) {
-    maps_ = sm90::encode_a(p);
-    maps_batch_a_bytes_ = p.batch_a_bytes, maps_batch_ = p.batch;
+  CachedMaps& c = maps_[block_m == sm90::kBlockM ? 0 : 1];
+  if (c.block_m != block_m || c.batch_a_bytes != p.batch_a_bytes || c.batch != p.batch) {
+    c.maps = sm90::encode_a(p, block_m);
+    c.block_m = block_m, c.batch_a_bytes = p.batch_a_bytes, c.batch = p.batch;
   }
-  return *maps_;
+  return c.maps;
 }
 
 std::unique_ptr<GpuStorage> empty_storage(const MatmulDesc& desc, int64_t entries, int ordinal, void* values,

@@ -49,14 +49,19 @@ struct GpuStorage final : detail::SparseStorage {
   void export_interchange(void* x_values, void* x_metadata, void* stream) const override;
   void decompress_into(void* dense, int64_t lda, int64_t stride, void* stream) const override;
 
-  // The sm90 kernel's tensor maps of A, encoded at the first run (per batch layout) and kept: a
-  // planned run then encodes only B's map, and only when B's pointer or layout changes.
-  sm90::AMaps a_maps(const gemm::Params& p) const;
+  // The sm90 kernels' tensor maps of A in boxes of block_m rows (the main kernel's 128, the decode
+  // kernel's 32), encoded at the first run (per batch layout) and kept: a planned run then encodes
+  // only B's map, and only when B's pointer or layout changes.
+  sm90::AMaps a_maps(const gemm::Params& p, int block_m) const;
 
  private:
+  struct CachedMaps {
+    int block_m = 0;
+    int64_t batch_a_bytes = -1, batch = -1;
+    sm90::AMaps maps{};
+  };
   mutable std::mutex maps_mutex_;
-  mutable std::optional<sm90::AMaps> maps_;
-  mutable int64_t maps_batch_a_bytes_ = -1, maps_batch_ = -1;
+  mutable CachedMaps maps_[2];  // one per kernel's box
 };
 
 // Storage for `entries` compressed A of desc (uninitialised), on the current device: buffers of

@@ -19,6 +19,7 @@
 #include "device_buffer.cuh"
 #include "format/compress_gpu.cuh"
 #include "sm80/launch_sm80.hpp"
+#include "sm90/decode_launch.hpp"
 #include "sm90/heuristics.hpp"
 #include "sm90/launch_sm90.hpp"
 #include "spmma/detail/gemm_pairs.hpp"
@@ -66,6 +67,7 @@ struct GpuKernel final : Kernel {
   int ordinal = 0;
   const sm80::Entry* instr = nullptr;  // the sm80 kernel: every type pair
   const sm90::Entry* wgmma = nullptr;  // the sm90 kernel's instantiation, when the plan picked it
+  const sm90::decode::Entry* dec = nullptr;  // the decode kernel's, when the plan picked it
   sm90::Config cfg;                    // its tile, stages, split K, rasterization (heuristics.cu)
   std::string sm80_why;                 // why the plan did not pick the sm90 kernel
   BRead b_read = BRead::in_place;
@@ -95,6 +97,13 @@ struct GpuKernel final : Kernel {
     }
   }
   std::string describe() const override {
+    if (dec)
+      return std::string("sm90 decode kernel: ") + dec->instruction + ", " + sm90::decode::describe_tile(cfg.block_n, cfg.stages) +
+             ", one CTA per tile" + (cfg.dependent_launch ? ", programmatic dependent launch" : "") +
+             (gemm_promotes(desc.a_type) ? ", fp8 converted to f16 for the tensor cores, f32 sums (sm_90 has no fp8 "
+                                           "mma.sp; fast_accumulation changes nothing here)"
+                                         : "") +
+             describe_b();
     if (wgmma)
       return std::string("sm90 wgmma.sp kernel: ") + wgmma->instruction + ", " + sm90::describe_tile(cfg.block_n, cfg.cluster_m) +
              (cfg.persistent ? ", a persistent grid" : ", one CTA per tile") +
@@ -110,16 +119,17 @@ struct GpuKernel final : Kernel {
   PlanInfo info() const override {
     PlanInfo i;
     i.device = Device::gpu;
-    i.kernel = wgmma ? KernelFamily::sm90 : KernelFamily::sm80;
-    i.instruction = wgmma ? wgmma->instruction : instr->instruction;
-    i.tile_m = wgmma ? cfg.block_m : sm80::kTileM;
-    i.tile_n = wgmma ? cfg.block_n : sm80::kTileN;
-    i.stages = wgmma ? cfg.stages : sm80::kPipelineStages;
+    const bool sm90 = wgmma || dec;
+    i.kernel = dec ? KernelFamily::decode : wgmma ? KernelFamily::sm90 : KernelFamily::sm80;
+    i.instruction = dec ? dec->instruction : wgmma ? wgmma->instruction : instr->instruction;
+    i.tile_m = sm90 ? cfg.block_m : sm80::kTileM;
+    i.tile_n = sm90 ? cfg.block_n : sm80::kTileN;
+    i.stages = sm90 ? cfg.stages : sm80::kPipelineStages;
     i.splits = wgmma ? cfg.splits : 1;
     i.group_m = wgmma ? cfg.group_m : 0;
     i.cluster_m = wgmma ? cfg.cluster_m : 1;
     i.persistent = wgmma && cfg.persistent;
-    i.dependent_launch = wgmma && cfg.dependent_launch;
+    i.dependent_launch = sm90 && cfg.dependent_launch;
     i.b_repacked = b_read != BRead::in_place;
     if (i.b_repacked) i.b_repack_why = b_why;
     i.not_sm90_why = sm80_why;
@@ -184,8 +194,11 @@ struct GpuKernel final : Kernel {
     p.cluster_m = cfg.cluster_m;
     p.persistent = cfg.persistent;
     p.dependent_launch = cfg.dependent_launch;
-    if (wgmma)
-      sm90::launch(*wgmma, st.a_maps(p), b_map_for(p), p, s);
+    p.decode_stages = cfg.stages;
+    if (dec)
+      sm90::decode::launch(*dec, st.a_maps(p, sm90::decode::kBlockM), b_map_for(p), p, s);
+    else if (wgmma)
+      sm90::launch(*wgmma, st.a_maps(p, sm90::kBlockM), b_map_for(p), p, s);
     else
       sm80::launch(*instr, p, s);
     check(cudaGetLastError(), "launch of the sparse GEMM kernel");
@@ -235,8 +248,9 @@ struct GpuBackend final : Backend {
     else if (!image.sm90a) k.sm80_why = "the loaded machine code is not sm_90a";
     else if (!sm90::covers(a, b)) k.sm80_why = "no wgmma.sp form for these types";
     else if (pins.kernel == KernelFamily::sm80) k.sm80_why = "PlanOptions.kernel = sm80";
-    if (pins.kernel == KernelFamily::sm90 && !sm90_runs(a, b))
-      fail(Status::not_supported, "PlanOptions.kernel = sm90: the sm90 kernel cannot run this plan (" + k.sm80_why + ")");
+    if ((pins.kernel == KernelFamily::sm90 || pins.kernel == KernelFamily::decode) && !sm90_runs(a, b))
+      fail(Status::not_supported, std::string("PlanOptions.kernel = ") + (pins.kernel == KernelFamily::decode ? "decode" : "sm90") +
+                                      ": the sm90 kernels cannot run this plan (" + k.sm80_why + ")");
     if (!k.sm80_why.empty()) {
       if (pins.tile_n || pins.splits || pins.group_m || pins.cluster_m || pins.grid != GridKind::automatic ||
           !pins.dependent_launch)
@@ -247,6 +261,13 @@ struct GpuBackend final : Backend {
     }
     const bool promoted = gemm_promotes(a) && !k.desc.fast_accumulation;
     k.cfg = sm90::choose(k.desc, promoted, k.instr->inst_k, prop.multiProcessorCount, pins);
+    if (k.cfg.decode) {
+      k.dec = sm90::decode::find(a, b, k.cfg.block_n);
+      if (!k.dec)
+        fail(Status::internal, "GPU: no decode kernel instantiation for A " + str(a) + ", B " + str(b) + " at tile width " +
+                                   std::to_string(k.cfg.block_n));
+      return;
+    }
     k.wgmma = sm90::find(a, b, k.cfg.block_n, promoted);
     if (!k.wgmma)
       fail(Status::internal, "GPU: no sm90 instantiation for A " + str(a) + ", B " + str(b) + " at tile width " +
@@ -271,7 +292,8 @@ struct GpuBackend final : Backend {
     k->instr = in;
     k->b_bits = memory_bits(desc.b_type);
     choose_kernel(*k, pins);
-    const int64_t ctas = k->wgmma ? sm90::ctas(padded_rows(desc.m), desc.n, k->cfg.block_n, k->cfg.cluster_m) * k->cfg.splits
+    const int64_t ctas = k->dec     ? sm90::decode::ctas(padded_rows(desc.m), desc.n, k->cfg.block_n)
+                         : k->wgmma ? sm90::ctas(padded_rows(desc.m), desc.n, k->cfg.block_n, k->cfg.cluster_m) * k->cfg.splits
                                   : sm80::ctas(padded_rows(desc.m), desc.n);
     if (ctas > INT_MAX)
       fail(Status::not_supported, "GPU: " + std::to_string(ctas) + " CTA tiles of " + std::to_string(desc.m) + " x " +
@@ -292,7 +314,7 @@ struct GpuBackend final : Backend {
     if (k->b_read == BRead::transpose)
       detail::log(LogLevel::hints, "Plan", "B is transposed into the workspace on every run (B is row-major): a "
                                            "column-major B (K contiguous) is read in place");
-    if (!k->wgmma && compute_capability() == 90 && pins.kernel != KernelFamily::sm80)
+    if (!k->wgmma && !k->dec && compute_capability() == 90 && pins.kernel != KernelFamily::sm80)
       detail::log(LogLevel::hints, "Plan", "the sm80 mma.sp kernel runs this plan on an sm_90 GPU (" + k->sm80_why + ")");
     detail::log(LogLevel::info, "Plan", k->describe());
     return k;

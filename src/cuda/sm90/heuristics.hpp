@@ -20,10 +20,13 @@ struct Config {
   int cluster_m = 1;         // CTAs per cluster along M (2: B's tile shared by multicast)
   bool persistent = false;   // a persistent grid (scheduler.cuh), else one CTA per tile
   bool dependent_launch = true;  // programmatic dependent launch (PlanOptions::dependent_launch)
+  // The decode kernel (decode.cuh) instead: block_m 32, block_n 8 or 16, `stages` its pipeline's
+  // depth; no split K, clusters or persistent grid.
+  bool decode = false;
 };
 
 // The configuration for desc (fp8 sums promoted or not; the instruction's K is inst_k) on a GPU
-// with sm_count SMs. Throws invalid_argument for a pinned value no kernel has, not_supported for
+// with sm_count SMs: the decode kernel or the main kernel and its choices. Throws invalid_argument for a pinned value no kernel has, not_supported for
 // one this problem cannot take (naming what it can).
 Config choose(const MatmulDesc& desc, bool promoted, int inst_k, int sm_count, const PlanOptions& pins);
 

@@ -19,11 +19,10 @@ PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
   return fn;
 }
 
-// A 3-D byte tensor (row bytes x rows x batch) read in boxes of box_bytes x box_rows, with the
-// 64- or 128-byte swizzle when box_bytes is 64 or 128 (none otherwise); reads past the row or
-// the rows fill zeros.
+}  // namespace
+
 CUtensorMap byte_map(const char* what, const void* base, int64_t row_bytes, int64_t rows, int64_t row_stride,
-                     int64_t batches, int64_t batch_stride, Box box_, bool swizzle = true) {
+                     int64_t batches, int64_t batch_stride, Box box_, bool swizzle) {
   const int box_bytes = box_.bytes, box_rows = box_.rows;
   CUtensorMap map{};
   const cuuint64_t dims[3] = {static_cast<cuuint64_t>(row_bytes), static_cast<cuuint64_t>(rows),
@@ -43,8 +42,6 @@ CUtensorMap byte_map(const char* what, const void* base, int64_t row_bytes, int6
                                  ", batch stride " + std::to_string(batch_stride));
   return map;
 }
-
-}  // namespace
 
 bool covers(ElemType a, ElemType b) {
   for (const Entry& e : entries())
@@ -78,14 +75,14 @@ std::string b_in_place_unsupported(int64_t ldb_bytes, int64_t batch, int64_t bat
   return {};
 }
 
-AMaps encode_a(const gemm::Params& p) {
+AMaps encode_a(const gemm::Params& p, int block_m) {
   AMaps maps;
   const int64_t a_entries = p.batch_a_bytes ? p.batch : 1;
   maps.a = byte_map("A", p.a, p.a_row_bytes, p.m_pad, p.a_row_bytes, a_entries,
-                    p.batch_a_bytes ? p.batch_a_bytes : p.m_pad * p.a_row_bytes, box_a());
+                    p.batch_a_bytes ? p.batch_a_bytes : p.m_pad * p.a_row_bytes, Box{kARowBytes, block_m});
   // Metadata: one row per 16-row block (its groups back to back), one box = one group of the
-  // CTA's eight blocks.
-  const Box meta = box_meta(p.meta_lanes);
+  // CTA's blocks.
+  const Box meta{p.meta_lanes * gemm::kMetaGroup * 4, block_m / 16};
   const int64_t meta_row = p.meta_groups * meta.bytes;
   maps.meta = byte_map("A's metadata", p.meta, meta_row, p.m_pad / 16, meta_row, a_entries,
                        p.batch_meta_words ? p.batch_meta_words * 4 : p.m_pad / 16 * meta_row, meta, false);

@@ -58,13 +58,20 @@ inline int64_t ctas(int64_t m_pad, int64_t n, int block_n, int cluster = 1) {
 // it can): the address of every column must be a multiple of 16 bytes, strides below 2^40.
 std::string b_in_place_unsupported(int64_t ldb_bytes, int64_t batch, int64_t batch_b_bytes, int b_alignment);
 
-// The tensor maps of A's values and metadata (they depend on A's storage only, so a caller may
-// keep them for every run on that storage) and of B (per B pointer and tile width). Throw
-// spmma::Error when the driver rejects a map, naming the operand and its sizes.
+// A 3-D byte tensor (row bytes x rows x batch) read in boxes of box.bytes x box.rows, with the
+// 64- or 128-byte swizzle when box.bytes is 64 or 128 and `swizzle` (none otherwise); reads past
+// the row or the rows fill zeros. Throws spmma::Error naming `what` when the driver rejects it.
+CUtensorMap byte_map(const char* what, const void* base, int64_t row_bytes, int64_t rows, int64_t row_stride,
+                     int64_t batches, int64_t batch_stride, Box box, bool swizzle = true);
+
+// The tensor maps of A's values and metadata in boxes of block_m rows (kBlockM for this kernel,
+// decode::kBlockM for the decode kernel; they depend on A's storage only, so a caller may keep
+// them for every run on that storage) and of B (per B pointer and tile width). Throw spmma::Error
+// when the driver rejects a map, naming the operand and its sizes.
 struct AMaps {
   CUtensorMap a, meta;
 };
-AMaps encode_a(const gemm::Params& p);
+AMaps encode_a(const gemm::Params& p, int block_m = kBlockM);
 CUtensorMap encode_b(const gemm::Params& p, int block_n, int b_bits);
 
 // Launches e on stream s with those maps, for every batch entry of p (one launch per 65535

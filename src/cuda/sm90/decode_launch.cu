@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Host side of the sm90 decode kernel: table lookup, description and the launch over batch entries.
+#include "sm90/decode_launch.hpp"
+
+#include "spmma/error.hpp"
+
+namespace spmma::sm90::decode {
+
+const Entry* find(ElemType a, ElemType b, int block_n) {
+  for (const Entry& e : entries())
+    if (e.a == a && e.b == b && e.block_n == block_n) return &e;
+  return nullptr;
+}
+
+std::string describe_tile(int block_n, int stages) {
+  return "CTA tile " + std::to_string(kBlockM) + "x" + std::to_string(block_n) + " over the whole K, " +
+         std::to_string(stages) + " TMA stages, 1 producer + " + std::to_string(kMathWarps) +
+         " math warps (mma.sp m16n8 from shared memory), " + std::to_string(kStepsPerStage) +
+         " instructions per stage";
+}
+
+void launch(const Entry& e, const AMaps& a, const CUtensorMap& b, const gemm::Params& p, cudaStream_t s) {
+  if (!valid_stages(p.decode_stages))
+    fail(Status::internal, "the decode kernel cannot run " + std::to_string(p.decode_stages) + " stages (" +
+                               std::to_string(kMinStages) + " to " + std::to_string(kMaxStages) + ", a multiple of " +
+                               std::to_string(kParts) + ")");
+  const Maps maps{a.a, b, a.meta};
+  for (int b0 = 0; b0 < p.batch; b0 += gemm::kMaxGridBatch) {
+    gemm::Params q = p;
+    q.batch0 = b0;
+    e.launch(maps, q, s);
+  }
+}
+
+}  // namespace spmma::sm90::decode

@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The sm90 decode kernel's shape as data (plain C++: the kernel, its launch, the heuristics and
+// the code generator read it). The decode kernel (decode.cuh) streams A for small N: 32-row CTA
+// tiles, so that a weight of 4096 rows already fills 128 SMs without split K, several CTAs per SM,
+// each a deep TMA pipeline of small stages, and mma.sp m16n8 per warp, whose width fits N.
+#pragma once
+#include "common/device_layout.hpp"
+#include "sm90/tiles.hpp"
+#include "spmma/detail/hd.hpp"
+
+namespace spmma::sm90::decode {
+
+constexpr int kBlockM = 32;                      // rows of D per CTA: two row groups of 16
+constexpr int kRowGroups = kBlockM / 16;
+// Math warps per row group, taking the stages in turn (each its own sums, added up at the end in
+// the order of the parts), so that one warp's wait for its stage's ldmatrix and chain of mma.sp
+// overlaps the next stage's.
+constexpr int kParts = 2;
+constexpr int kMathWarps = kRowGroups * kParts;
+// Producer warps, one per operand (A, B, metadata), each one thread issuing that operand's copy
+// of every stage. One thread issuing all three took ~340 cycles per stage on the H100 (clock64,
+// 2026-11-27: 16,400 cycles for the first 48 stages, all slots free), ~12 GB/s of A per CTA: a
+// 4096-row weight (one CTA per SM) ran at the issue rate, not the memory's.
+constexpr int kLoadWarps = 3;
+constexpr int kThreads = 32 * (kLoadWarps + kMathWarps);
+static_assert(gemm::kRowPad % kBlockM == 0, "A's padded rows are whole decode tiles");
+// A stage is a metadata group (kStepsPerStage instructions along K), as in the main kernel: the
+// same tensor layout of A, read in boxes of 32 rows.
+SPMMA_HD constexpr Box box_a() { return {kARowBytes, kBlockM}; }
+SPMMA_HD constexpr Box box_meta(int meta_lanes) { return {meta_lanes * gemm::kMetaGroup * 4, kBlockM / 16}; }
+SPMMA_HD constexpr Box box_b(int block_n) { return {kBRowBytes, block_n}; }
+// Shared memory per stage: A, B and the largest metadata box, each region 1024-byte aligned as a
+// whole (the swizzle atoms), plus the stage's two barriers.
+SPMMA_HD constexpr int stage_bytes(int block_n) {
+  return box_a().size() + box_b(block_n).size() + box_meta(kMaxMetaLanes).size() + 16;
+}
+SPMMA_HD constexpr int smem_bytes(int block_n, int stages) { return 1024 + stages * stage_bytes(block_n); }
+// The pipeline's depth is the plan's (heuristics.cu): deep where a CTA has an SM to itself, shallower
+// where several share one, so that the bytes in flight per SM stay about the same.
+constexpr int kMinStages = 4, kMaxStages = 48;
+// Stage counts are whole multiples of kParts: a math warp takes every kParts-th stage, so the
+// stage a slot held one round before (stage - stages) is then its own, already consumed, and its
+// wait on the slot's barrier cannot see that round's completion as this one's (a phase parity
+// repeats every two rounds). 15 stages (2026-11-27, H100, 448 CTAs) let a fast warp pass its wait
+// on stale data and faulted the kernel.
+SPMMA_HD constexpr bool valid_stages(int stages) {
+  return stages >= kMinStages && stages <= kMaxStages && stages % kParts == 0;
+}
+static_assert(valid_stages(kMinStages) && valid_stages(kMaxStages), "the bounds are valid depths");
+constexpr int kMaxCtasPerSm = 4;
+
+// The tile widths the decode kernel is built with (N <= 8, N <= 16).
+inline constexpr int kTileWidths[] = {8, 16};
+
+}  // namespace spmma::sm90::decode
