@@ -14,7 +14,9 @@ main loop promises and ptxas could silently undo (issue 10, item 1; docs/layouts
                       branch-unit instructions at bf16 8192^3 on the H100, docs/benchmarks.md);
   promoted kernels    2 sparse wgmmas per part (one stage's two K steps), a part as wide as the
                       tile up to 192 columns and half of it at 256;
-  every kernel        no local memory (spills).
+  every kernel        no local memory (spills);
+  decode kernels      (sm90/decode.cuh) no local memory either (ptxas spilled the fp8 ones under
+                      tighter launch bounds), and their mma.sp as HMMA.SP or IMMA.SP.
 
 Usage: check_sm90_sass.py CUOBJDUMP BINARY TILES_HPP"""
 import os
@@ -23,6 +25,7 @@ import subprocess
 import sys
 
 KERNEL = re.compile(r"spgemm_kernelILNS_8ElemTypeE(\d+)ELS2_(\d+)ELi(\d+)ELb([01])E")
+DECODE = re.compile(r"decode_kernelILNS_8ElemTypeE(\d+)ELS3_(\d+)ELi(\d+)EE")
 GMMA = re.compile(r"\b([HQI]GMMA)\.SP\.64x(\d+)x\d+\S*\s+(.*)$")
 
 
@@ -133,7 +136,21 @@ def main():
             print(f"FAIL {label}: " + "; ".join(errors))
     if not seen:
         sys.exit(f"no sm90 spgemm_kernel in {sys.argv[2]}: nothing checked")
-    print(f"{len(seen)} sm90 kernels checked (window of {w} stage(s)), {failed} failed")
+    decode = set()
+    for name, body in functions(r.stdout):
+        m = DECODE.search(name)
+        if not m or name in decode:
+            continue
+        decode.add(name)
+        errors = [f"'{i}': local memory" for i in body if re.match(r"(@!?U?P\d+\s+)?(LDL|STL)\b", i)][:1]
+        if not any(re.match(r"[HI]MMA\.SP\b", i) for i in body):
+            errors.append("no HMMA.SP / IMMA.SP")
+        if errors:
+            failed += 1
+            print(f"FAIL decode kernel ElemType {m.group(1)} x {m.group(2)}, tile 32x{m.group(3)}: " + "; ".join(errors))
+    if not decode:
+        sys.exit(f"no sm90 decode_kernel in {sys.argv[2]}: nothing checked")
+    print(f"{len(seen)} sm90 kernels checked (window of {w} stage(s)), {len(decode)} decode kernels, {failed} failed")
     sys.exit(1 if failed else 0)
 
 
