@@ -1421,9 +1421,10 @@ TEST_F(Robust, DecodeKernelIsChosenForSmallNOnEnoughRows) {
   EXPECT_EQ(info(4096, 1).kernel, KernelFamily::decode);
   EXPECT_EQ(info(4096, 17).kernel, KernelFamily::sm90);  // wider than its tiles
   EXPECT_EQ(info(512, 16).kernel, KernelFamily::sm90);    // 16 tiles of 32 rows: split K in clusters reaches more SMs
-  EXPECT_EQ(info(11008, 16).kernel, KernelFamily::decode);  // 86 tiles of 128 rows
-  EXPECT_EQ(info(14336, 16).kernel, KernelFamily::sm90);    // 112 tiles of 128 rows: the main kernel fills the SMs
-  EXPECT_EQ(Plan(*h_, desc_of(T::bf16, T::bf16, T::bf16, 4096, 16, 14336)).info().kernel, KernelFamily::sm90);  // long K
+  EXPECT_EQ(info(11008, 16).kernel, KernelFamily::decode);
+  EXPECT_EQ(info(28672, 16).kernel, KernelFamily::decode);
+  EXPECT_EQ(Plan(*h_, desc_of(T::bf16, T::bf16, T::bf16, 4096, 16, 14336)).info().kernel, KernelFamily::sm90);  // long K at N > 8
+  EXPECT_EQ(Plan(*h_, desc_of(T::bf16, T::bf16, T::bf16, 4096, 8, 14336)).info().kernel, KernelFamily::decode);
   EXPECT_EQ(Plan(*h_, desc_of(T::e4m3, T::e4m3, T::bf16, 4096, 16, 4096)).info().kernel, KernelFamily::sm90);  // fp8: native wgmma
   EXPECT_EQ(Plan(*h_, desc_of(T::e4m3, T::e4m3, T::bf16, 4096, 8, 4096)).info().kernel, KernelFamily::decode);
   EXPECT_EQ(Plan(*h_, desc_of(T::e4m3, T::e4m3, T::bf16, 11008, 8, 4096)).info().kernel, KernelFamily::sm90);

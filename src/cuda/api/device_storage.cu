@@ -110,12 +110,12 @@ Compressed GpuStorage::to_host(int64_t b) const {
   return c;
 }
 
-sm90::AMaps GpuStorage::a_maps(const gemm::Params& p, int block_m) const {
+sm90::AMaps GpuStorage::a_maps(const gemm::Params& p, sm90::Box a_box) const {
   std::lock_guard<std::mutex> lock(maps_mutex_);
-  CachedMaps& c = maps_[block_m == sm90::kBlockM ? 0 : 1];
-  if (c.block_m != block_m || c.batch_a_bytes != p.batch_a_bytes || c.batch != p.batch) {
-    c.maps = sm90::encode_a(p, block_m);
-    c.block_m = block_m, c.batch_a_bytes = p.batch_a_bytes, c.batch = p.batch;
+  CachedMaps& c = maps_[a_box.rows == sm90::box_a().rows ? 0 : 1];
+  if (c.box.bytes != a_box.bytes || c.box.rows != a_box.rows || c.batch_a_bytes != p.batch_a_bytes || c.batch != p.batch) {
+    c.maps = sm90::encode_a(p, a_box);
+    c.box = a_box, c.batch_a_bytes = p.batch_a_bytes, c.batch = p.batch;
   }
   return c.maps;
 }

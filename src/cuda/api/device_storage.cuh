@@ -49,14 +49,14 @@ struct GpuStorage final : detail::SparseStorage {
   void export_interchange(void* x_values, void* x_metadata, void* stream) const override;
   void decompress_into(void* dense, int64_t lda, int64_t stride, void* stream) const override;
 
-  // The sm90 kernels' tensor maps of A in boxes of block_m rows (the main kernel's 128, the decode
-  // kernel's 32), encoded at the first run (per batch layout) and kept: a planned run then encodes
-  // only B's map, and only when B's pointer or layout changes.
-  sm90::AMaps a_maps(const gemm::Params& p, int block_m) const;
+  // The sm90 kernels' tensor maps of A in boxes of a_box (the main kernel's 128 rows x 64 B, the
+  // decode kernel's 32 rows x 128 B), encoded at the first run (per batch layout) and kept: a
+  // planned run then encodes only B's map, and only when B's pointer or layout changes.
+  sm90::AMaps a_maps(const gemm::Params& p, sm90::Box a_box) const;
 
  private:
   struct CachedMaps {
-    int block_m = 0;
+    sm90::Box box{0, 0};
     int64_t batch_a_bytes = -1, batch = -1;
     sm90::AMaps maps{};
   };

@@ -196,9 +196,9 @@ struct GpuKernel final : Kernel {
     p.dependent_launch = cfg.dependent_launch;
     p.decode_stages = cfg.stages;
     if (dec)
-      sm90::decode::launch(*dec, st.a_maps(p, sm90::decode::kBlockM), b_map_for(p), p, s);
+      sm90::decode::launch(*dec, st.a_maps(p, sm90::decode::box_a()), b_map_for(p), p, s);
     else if (wgmma)
-      sm90::launch(*wgmma, st.a_maps(p, sm90::kBlockM), b_map_for(p), p, s);
+      sm90::launch(*wgmma, st.a_maps(p, sm90::box_a()), b_map_for(p), p, s);
     else
       sm80::launch(*instr, p, s);
     check(cudaGetLastError(), "launch of the sparse GEMM kernel");

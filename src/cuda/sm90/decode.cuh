@@ -7,10 +7,10 @@
 // (clusters, setmaxnreg, two math warpgroups) before and ~2000 after its stream. Here:
 //   tile          32 rows x BlockN (8 or 16) columns, the whole K range: 4096 rows are 128 CTAs;
 //                 several CTAs per SM, no clusters, no register reallocation;
-//   producers     warps 0, 1, 2, one thread each: per stage the TMA box of A (32 rows x 64 B,
-//                 the main kernel's tensor layout), of B (BlockN columns x 128 B), of the
-//                 stage's metadata; a pipeline as deep as the plan gives it (the same bytes in
-//                 flight per SM whatever the number of CTAs per SM);
+//   producers     warps 0, 1, 2, one thread each: per stage of four instructions the TMA box of
+//                 A (32 rows x 128 B of the main kernel's tensor layout), B's two (BlockN
+//                 columns x 128 B), the metadata's two groups; a pipeline as deep as the plan
+//                 gives it (the same bytes in flight per SM whatever the number of CTAs per SM);
 //   math          warps 3 .. 6: two row groups of 16 rows, each stage taken by one warp of each
 //                 (kParts warps per row group in turn), mma.sp m16n8 per 8 columns from shared
 //                 memory (ldmatrix, the swizzles the copies wrote); the parts' sums added up in
@@ -43,7 +43,9 @@ namespace spmma::sm90::decode {
 // boxes, then the barriers (full, empty per stage).
 template <int BlockN>
 struct Smem {
-  static constexpr int kABytes = box_a().size(), kBBytes = box_b(BlockN).size(), kMetaBytes = box_meta(kMaxMetaLanes).size();
+  // Per stage: A's box; B's and the metadata's kGroups boxes, one after the other.
+  static constexpr int kBBox = box_b(BlockN).size(), kMetaBox = box_meta(kMaxMetaLanes).size();
+  static constexpr int kABytes = box_a().size(), kBBytes = kGroups * kBBox, kMetaBytes = kGroups * kMetaBox;
   static_assert(kABytes % 1024 == 0 && kBBytes % 1024 == 0, "each A and B box keeps the swizzle atoms' alignment");
   uint32_t addr;  // shared-space address, 1024-byte aligned
   uint8_t* base;
@@ -87,7 +89,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int n_tiles = (p.n + BlockN - 1) / BlockN;
   const int m0 = static_cast<int>(blockIdx.x) / n_tiles * kBlockM, n0 = static_cast<int>(blockIdx.x) % n_tiles * BlockN;
   const int batch = p.batch0 + static_cast<int>(blockIdx.y);
-  const int stages = static_cast<int>(p.meta_groups);
+  const int stages = static_cast<int>((p.meta_groups + kGroups - 1) / kGroups);  // the last may be half past K: zeros
 
   if (warp < kLoadWarps) {
     // ------------------------------------------------------------ producers: warp 0 A, 1 B, 2 metadata
@@ -97,16 +99,18 @@ __global__ void __launch_bounds__(kThreads, 1)
       ptx::wait_prior_grids();  // the kernel before may have written A's or B's memory
       ptx::allow_next_grid();
       const int a_z = p.batch_a_bytes ? batch : 0;
-      // This warp's box per stage: its shared-memory slot, bytes, and coordinates (x advancing
-      // by the box's bytes per stage).
+      // This warp's boxes per stage: one of A, kGroups of B and of the metadata (one group's K
+      // each), their coordinates (x advancing by a box's bytes per box along K) and their slots.
       const Box box = warp == 0 ? box_a() : warp == 1 ? box_b(BlockN) : box_meta(p.meta_lanes);
+      const int boxes = warp == 0 ? 1 : kGroups, next = warp == 1 ? Smem<BlockN>::kBBox : Smem<BlockN>::kMetaBox;
       const int y = warp == 0 ? m0 : warp == 1 ? n0 : m0 / 16, z = warp == 1 ? batch : a_z;
       State st = State::producer_start(sm.stages);
       for (int s = 0; s < stages; ++s, st.advance()) {
         const uint32_t dst = warp == 0 ? sm.a(st.index) : warp == 1 ? sm.b(st.index) : sm.meta(st.index);
         ptx::mbar_wait(sm.empty(st.index), st.phase);
-        ptx::mbar_arrive_expect_tx(sm.full(st.index), box.size());
-        ptx::tma_load_3d(dst, map, sm.full(st.index), s * box.bytes, y, z);
+        ptx::mbar_arrive_expect_tx(sm.full(st.index), boxes * box.size());
+        for (int i = 0; i < boxes; ++i)
+          ptx::tma_load_3d(dst + i * next, map, sm.full(st.index), (s * boxes + i) * box.bytes, y, z);
       }
     }
     return;
@@ -116,13 +120,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   // stages part, part + kParts, ...
   const int w = warp - kLoadWarps, rg = w % kRowGroups, part = w / kRowGroups;
   const int g = lane / 4, t = lane % 4, q = lane / 8, r8 = lane % 8;
-  // ldmatrix addresses inside a stage (the sm80 kernel's, on the copies' swizzles: A's 64-byte
-  // rows XOR 16-byte chunk c with (row / 2) % 4, B's 128-byte rows with row % 8).
-  uint32_t a_ld[kStepsPerStage], b_ld[kStepsPerStage];
+  // ldmatrix addresses inside a stage, on the copies' 128-byte swizzle (16-byte chunk c of a
+  // 128-byte row r at chunk c ^ (r % 8)): instruction j's 32 bytes of A are chunks 2j, 2j + 1 of
+  // its rows; its 64 bytes of B chunks 4(j % 2) .. + 3 of B's box j / 2.
+  uint32_t a_ld[kSteps], b_ld[kSteps];
 #pragma unroll
-  for (int j = 0; j < kStepsPerStage; ++j) {
-    a_ld[j] = (16 * rg + (q % 2) * 8 + r8) * kARowBytes + (((j * 2 + q / 2) ^ ((r8 >> 1) & 3)) * 16);
-    b_ld[j] = r8 * kBRowBytes + (((j * 4 + q) ^ r8) * 16);
+  for (int j = 0; j < kSteps; ++j) {
+    a_ld[j] = (16 * rg + (q % 2) * 8 + r8) * box_a().bytes + (((j * 2 + q / 2) ^ r8) * 16);
+    b_ld[j] = (j / gemm::kMetaGroup) * Smem<BlockN>::kBBox + r8 * kBRowBytes + ((((j % 2) * 4 + q) ^ r8) * 16);
   }
   // This thread's metadata words: selector 0 names lanes t < L of each quad (the others pass a
   // copy, which the hardware ignores).
@@ -141,11 +146,15 @@ __global__ void __launch_bounds__(kThreads, 1)
   for (int s = part; s < stages; s += kParts, st.advance(kParts)) {
     ptx::mbar_wait(sm.full(st.index), st.phase);
     const uint32_t* meta = sm.meta_ptr(st.index) + meta_word;
+    // The last stage of an odd number of groups holds one: its second box is zeros, whose
+    // metadata (zero words) names no valid pair.
+    const int steps = kGroups * s + 1 < p.meta_groups ? kSteps : gemm::kMetaGroup;
 #pragma unroll
-    for (int j = 0; j < kStepsPerStage; ++j) {
+    for (int j = 0; j < kSteps; ++j) {
+      if (j == steps) break;
       uint32_t af[4], bf[4];
       ptx::ldmatrix_x4(af, sm.a(st.index) + a_ld[j]);
-      const uint32_t e = meta[j];
+      const uint32_t e = meta[(j / gemm::kMetaGroup) * (Smem<BlockN>::kMetaBox / 4) + j % gemm::kMetaGroup];
 #pragma unroll
       for (int nt = 0; nt < kNTiles; ++nt) {
         ptx::ldmatrix_x4(bf, sm.b(st.index) + b_ld[j] + nt * 8 * kBRowBytes);

@@ -14,9 +14,8 @@ const Entry* find(ElemType a, ElemType b, int block_n) {
 
 std::string describe_tile(int block_n, int stages) {
   return "CTA tile " + std::to_string(kBlockM) + "x" + std::to_string(block_n) + " over the whole K, " +
-         std::to_string(stages) + " TMA stages, 1 producer + " + std::to_string(kMathWarps) +
-         " math warps (mma.sp m16n8 from shared memory), " + std::to_string(kStepsPerStage) +
-         " instructions per stage";
+         std::to_string(stages) + " TMA stages, " + std::to_string(kLoadWarps) + " producer warps + " + std::to_string(kMathWarps) +
+         " math warps (mma.sp m16n8 from shared memory), " + std::to_string(kSteps) + " instructions per stage";
 }
 
 void launch(const Entry& e, const AMaps& a, const CUtensorMap& b, const gemm::Params& p, cudaStream_t s) {

@@ -24,20 +24,26 @@ constexpr int kMathWarps = kRowGroups * kParts;
 constexpr int kLoadWarps = 3;
 constexpr int kThreads = 32 * (kLoadWarps + kMathWarps);
 static_assert(gemm::kRowPad % kBlockM == 0, "A's padded rows are whole decode tiles");
-// A stage is a metadata group (kStepsPerStage instructions along K), as in the main kernel: the
-// same tensor layout of A, read in boxes of 32 rows.
-SPMMA_HD constexpr Box box_a() { return {kARowBytes, kBlockM}; }
+// A stage is two metadata groups (kSteps = 4 instructions along K): A's box is 32 rows x 128 B
+// (the 128-byte swizzle) of the main kernel's tensor layout, B's two boxes of BlockN columns x
+// 128 B, the metadata's two boxes of one group each. The copy engine's cost goes by the rows of a
+// box, ~5 cycles each (2026-11-27, decode-kernel-timing-h100.txt), so A's rows of 128 B carry
+// twice the bytes of the main kernel's 64.
+constexpr int kGroups = 2;                      // metadata groups per stage
+constexpr int kSteps = kGroups * gemm::kMetaGroup;
+SPMMA_HD constexpr Box box_a() { return {kGroups * kARowBytes, kBlockM}; }
 SPMMA_HD constexpr Box box_meta(int meta_lanes) { return {meta_lanes * gemm::kMetaGroup * 4, kBlockM / 16}; }
 SPMMA_HD constexpr Box box_b(int block_n) { return {kBRowBytes, block_n}; }
-// Shared memory per stage: A, B and the largest metadata box, each region 1024-byte aligned as a
-// whole (the swizzle atoms), plus the stage's two barriers.
+static_assert(box_a().bytes == 128 && kBRowBytes == 128, "128-byte rows: the 128-byte swizzle");
+// Shared memory per stage: A, B's and the metadata's kGroups boxes (the largest metadata box),
+// each region 1024-byte aligned as a whole (the swizzle atoms), plus the stage's two barriers.
 SPMMA_HD constexpr int stage_bytes(int block_n) {
-  return box_a().size() + box_b(block_n).size() + box_meta(kMaxMetaLanes).size() + 16;
+  return box_a().size() + kGroups * (box_b(block_n).size() + box_meta(kMaxMetaLanes).size()) + 16;
 }
 SPMMA_HD constexpr int smem_bytes(int block_n, int stages) { return 1024 + stages * stage_bytes(block_n); }
 // The pipeline's depth is the plan's (heuristics.cu): deep where a CTA has an SM to itself, shallower
 // where several share one, so that the bytes in flight per SM stay about the same.
-constexpr int kMinStages = 4, kMaxStages = 48;
+constexpr int kMinStages = 2, kMaxStages = 24;
 // Stage counts are whole multiples of kParts: a math warp takes every kParts-th stage, so the
 // stage a slot held one round before (stage - stages) is then its own, already consumed, and its
 // wait on the slot's barrier cannot see that round's completion as this one's (a phase parity

@@ -40,20 +40,17 @@ int64_t stages_for(const MatmulDesc& d, int inst_k) { return (d.k / inst_k + 1) 
 int64_t per_split(int64_t stages, int64_t want) { return ((stages + want - 1) / want + 1) / 2 * 2; }
 
 // The decode kernel (decode.cuh) for N up to its widest tile (16), where it was measured faster
-// than this kernel on the H100 (2026-11-27, cold L2, column-major D, docs/benchmarks.md, "The
-// decode kernel"): a weight this kernel covers with few 128-row tiles (at most 2/3 of the SMs)
-// and K up to 4096, the decode kernel's 32-row tiles giving at least half the SMs a CTA:
-//   4096 x N x 4096 (32 tiles), N = 1-16: bf16 1.12-1.32x alone, 1.12-1.39x layer after layer;
-//   s8 1.17-1.35x; 11008 x N x 4096 (86 tiles): bf16 1.17-1.21x, 1.18-1.29x; s8 1.10x at N = 16.
-// Where it lost: 14336 x 16 x 4096 (112 tiles) 0.83x, 4096 x 16 x 14336 0.81x, 28672 x N x 8192
-// 0.75-0.80x: its TMA boxes of 32 rows x 64 B issue at ~90-110 SM cycles each (clock64: 48 stages
-// of three boxes in 13,200-16,400 cycles), so a CTA alone on its SM streams ~15 GB/s of A, and
-// this kernel's wider boxes and deeper clusters win once it fills the SMs or K is long.
-// fp8 only for N <= 8 on the fewest tiles (at most 1/3 of the SMs): sm_90 has no fp8 mma.sp, and
-// ptxas's f16 emulation (conversions, shuffles: 106 registers per thread) ran it at 1.13-1.18x
-// this kernel's native fp8 wgmma at 4096 x {1, 8} x 4096 (32 tiles) but 0.93x at N = 16, 0.85-0.88x
-// at 14336 x {1, 8} x 4096 and 0.66-0.73x on the larger weights at N = 16.
-constexpr int kDecodeMaxN = 16, kDecodeMaxK = 4096;
+// than this kernel on the H100 (2026-11-27, cold L2, column-major D, both pinned in one binary,
+// docs/benchmarks.md, "The decode kernel"), its 32-row tiles giving at least half the SMs a CTA:
+//   bf16 and s8, N = 1, 8, 16 on the decode sweep's weights (4096 x 4096, 14336 x 4096, 4096 x
+//   14336, 28672 x 8192, 11008 x 4096): 1.01-1.39x alone, except bf16 4096 x 16 x 14336 (0.95x:
+//   a CTA alone on its SM over a long K runs at the rate its copies issue) - hence K <= 8192
+//   at N > 8;
+//   fp8 (sm_90 has no fp8 mma.sp: ptxas converts to f16 with shuffles, 154 registers per thread)
+//   only at 4096 x {1, 8} x 4096 (1.16x, 1.12x): 0.84-0.96x on the other weights at N <= 8,
+//   0.50-0.96x at N = 16 - hence N <= 8, K <= 4096 and at most 1/3 of the SMs' worth of this
+//   kernel's tiles.
+constexpr int kDecodeMaxN = 16, kDecodeMaxKWide = 8192, kFp8DecodeMaxN = 8, kFp8DecodeMaxK = 4096;
 
 // Shared memory an SM gives its CTAs (the H100's 228 KB, 1 KB of it reserved per CTA) and the
 // decode kernel's depth: as many stages as fit the CTAs that share an SM, at most kMaxStages and
@@ -73,7 +70,8 @@ Config choose_decode(const MatmulDesc& d, int inst_k, int sm_count) {
   c.block_m = decode::kBlockM;
   c.block_n = d.n <= 8 ? 8 : 16;
   const int64_t m_pad = gemm::kRowPad * ((d.m + gemm::kRowPad - 1) / gemm::kRowPad);
-  c.stages = decode_stages(decode::ctas(m_pad, d.n, c.block_n) * d.batch, c.block_n, sm_count, stages_for(d, inst_k));
+  const int64_t k_stages = (stages_for(d, inst_k) + decode::kGroups - 1) / decode::kGroups;  // kGroups groups each
+  c.stages = decode_stages(decode::ctas(m_pad, d.n, c.block_n) * d.batch, c.block_n, sm_count, k_stages);
   return c;
 }
 
@@ -90,11 +88,13 @@ Config choose(const MatmulDesc& d, bool promoted, int inst_k, int sm_count, cons
     c.dependent_launch = pins.dependent_launch;
     return c;
   }
-  if (pins.kernel == KernelFamily::automatic && !main_pinned && d.n <= kDecodeMaxN && d.k <= kDecodeMaxK) {
+  if (pins.kernel == KernelFamily::automatic && !main_pinned && d.n <= kDecodeMaxN) {
     const int64_t m_pad = gemm::kRowPad * ((d.m + gemm::kRowPad - 1) / gemm::kRowPad);
     const int64_t decode_ctas = decode::ctas(m_pad, d.n, d.n <= 8 ? 8 : 16) * d.batch, tiles = m_pad / kBlockM * d.batch;
-    const bool fp8 = detail::gemm_promotes(d.a_type);
-    if (decode_ctas * 2 >= sm_count && (fp8 ? d.n <= 8 && tiles * 3 <= sm_count : tiles * 3 <= sm_count * 2)) {
+    const bool wins = detail::gemm_promotes(d.a_type)
+                          ? d.n <= kFp8DecodeMaxN && d.k <= kFp8DecodeMaxK && tiles * 3 <= sm_count
+                          : d.n <= 8 || d.k <= kDecodeMaxKWide;
+    if (decode_ctas * 2 >= sm_count && wins) {
       Config c = choose_decode(d, inst_k, sm_count);
       c.dependent_launch = pins.dependent_launch;
       return c;

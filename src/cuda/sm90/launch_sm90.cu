@@ -75,14 +75,14 @@ std::string b_in_place_unsupported(int64_t ldb_bytes, int64_t batch, int64_t bat
   return {};
 }
 
-AMaps encode_a(const gemm::Params& p, int block_m) {
+AMaps encode_a(const gemm::Params& p, Box a_box) {
   AMaps maps;
   const int64_t a_entries = p.batch_a_bytes ? p.batch : 1;
   maps.a = byte_map("A", p.a, p.a_row_bytes, p.m_pad, p.a_row_bytes, a_entries,
-                    p.batch_a_bytes ? p.batch_a_bytes : p.m_pad * p.a_row_bytes, Box{kARowBytes, block_m});
+                    p.batch_a_bytes ? p.batch_a_bytes : p.m_pad * p.a_row_bytes, a_box);
   // Metadata: one row per 16-row block (its groups back to back), one box = one group of the
   // CTA's blocks.
-  const Box meta{p.meta_lanes * gemm::kMetaGroup * 4, block_m / 16};
+  const Box meta{p.meta_lanes * gemm::kMetaGroup * 4, a_box.rows / 16};
   const int64_t meta_row = p.meta_groups * meta.bytes;
   maps.meta = byte_map("A's metadata", p.meta, meta_row, p.m_pad / 16, meta_row, a_entries,
                        p.batch_meta_words ? p.batch_meta_words * 4 : p.m_pad / 16 * meta_row, meta, false);

@@ -64,14 +64,15 @@ std::string b_in_place_unsupported(int64_t ldb_bytes, int64_t batch, int64_t bat
 CUtensorMap byte_map(const char* what, const void* base, int64_t row_bytes, int64_t rows, int64_t row_stride,
                      int64_t batches, int64_t batch_stride, Box box, bool swizzle = true);
 
-// The tensor maps of A's values and metadata in boxes of block_m rows (kBlockM for this kernel,
-// decode::kBlockM for the decode kernel; they depend on A's storage only, so a caller may keep
-// them for every run on that storage) and of B (per B pointer and tile width). Throw spmma::Error
-// when the driver rejects a map, naming the operand and its sizes.
+// The tensor maps of A's values in boxes of a_box (box_a() for this kernel, decode::box_a() for
+// the decode kernel) and of its metadata in boxes of one group of a_box.rows / 16 blocks (they
+// depend on A's storage only, so a caller may keep them for every run on that storage), and of B
+// (per B pointer and tile width). Throw spmma::Error when the driver rejects a map, naming the
+// operand and its sizes.
 struct AMaps {
   CUtensorMap a, meta;
 };
-AMaps encode_a(const gemm::Params& p, int block_m = kBlockM);
+AMaps encode_a(const gemm::Params& p, Box a_box);
 CUtensorMap encode_b(const gemm::Params& p, int block_n, int b_bits);
 
 // Launches e on stream s with those maps, for every batch entry of p (one launch per 65535
