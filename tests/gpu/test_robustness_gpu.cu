@@ -1317,8 +1317,9 @@ TEST_F(Robust, DecodeKernelMatchesTheCpu) {
 }
 
 // Every instantiation of the decode kernel, each on purpose: every pair of the pair table with
-// an sm90 form, both tile widths (N = 5: 8 wide; N = 13: 16 wide), fp8 with its sums promoted and
-// with fast accumulation, each C/D type in turn; 53 stages (the pipeline's ring wraps).
+// an sm90 form, both tile widths (N = 5: 8 wide; N = 13: 16 wide, in 2 parts of K: the kernels
+// built for split K), fp8 with its sums promoted and with fast accumulation, each C/D type in
+// turn; 53 metadata groups (27 stages: the pipeline's ring wraps).
 TEST_F(Robust, DecodeKernelEveryInstantiationMatchesTheCpu) {
   if (supported_types(*h_).empty()) GTEST_SKIP() << "no GPU";
   if (!sm90_runs()) GTEST_SKIP() << "the decode kernel is sm_90a machine code";
@@ -1338,11 +1339,13 @@ TEST_F(Robust, DecodeKernelEveryInstantiationMatchesTheCpu) {
         d.cd_order = turn % 2 ? Order::col_major : Order::row_major;
         RunOpts o;
         o.plan.kernel = KernelFamily::decode;
+        o.plan.splits = n == 13 ? 2 : 1;
         if (detail::gemm_promotes(pair.a)) o.acc_rel = kFp8MmaRel;
         Images im = make_images(d, rng, {});
         twin(d, im, o, *h_);
         const PlanInfo info = Plan(*h_, d, o.plan).info();
         EXPECT_EQ(info.kernel, KernelFamily::decode);
+        EXPECT_EQ(info.splits, n == 13 ? 2 : 1);
         EXPECT_EQ(info.tile_n, n <= 8 ? 8 : 16);
         EXPECT_EQ(info.tile_m, 32);
       }
@@ -1407,6 +1410,52 @@ TEST_F(Robust, DecodeKernelEpilogueAndGraphsMatchTheCpu) {
     }
 }
 
+// The decode kernel's split K (the parts of a tile are the CTAs of a cluster, their sums added in
+// part 0's epilogue in a fixed order), pinned at 2, 3 and 4 parts, against the CPU: the 16-bit,
+// tf32, 8-bit integer and fp8 pairs, both tile widths and several N tiles (N = 3, 16, 21), M with
+// a partial last tile, K whose last part is shorter than the others and ends half a stage past
+// K (an odd number of metadata groups) or has fewer stages than the math warps' round, both D
+// layouts, batches (the grid's second dimension), C, bias, activations, scale vectors; the same
+// bytes on every run and from a CUDA graph.
+TEST_F(Robust, DecodeKernelSplitKMatchesTheCpu) {
+  if (supported_types(*h_).empty()) GTEST_SKIP() << "no GPU";
+  if (!sm90_runs()) GTEST_SKIP() << "the decode kernel is sm_90a machine code";
+  std::mt19937_64 rng(seed() + 24);
+  int turn = 0;
+  for (auto [a, cd] : {std::pair{T::bf16, T::bf16}, std::pair{T::s8, T::s32}, std::pair{T::e4m3, T::f32}, std::pair{T::f16, T::f32},
+                       std::pair{T::tf32, T::f32}, std::pair{T::s8, T::s8}})
+    for (int splits : {2, 3, 4}) {
+      const int pair = turn++ / 3;
+      // Metadata groups (2 instructions of K each), 2 per stage: 33 groups are 17 stages, the
+      // last half past K, in parts of 9, 6 or 5 stages; 13 groups are 7 stages, in parts of 4
+      // and 3, of 3, 3 and 1, or of 2, 2, 2 and 1 (shorter than a round of the math warps).
+      const int64_t groups = pair % 2 ? 13 : 33;
+      const int64_t ns[] = {3, 16, 21};
+      MatmulDesc d = desc_of(a, a, cd, turn % 2 ? 200 : 96, ns[(turn + pair) % 3], groups * 2 * kstep(a));
+      d.cd_order = turn % 2 ? Order::col_major : Order::row_major;
+      d.batch = 1 + turn % 3;
+      d.a_per_batch = turn % 2 == 0;
+      d.bias = turn % 2;
+      d.scale_rows = turn % 3 == 1, d.scale_cols = turn % 3 == 2;
+      d.activation = static_cast<Activation>(turn % 3);
+      SCOPED_TRACE(std::string(type_name(a)) + " -> " + std::string(type_name(cd)) + " " + std::to_string(d.m) + "x" +
+                   std::to_string(d.n) + "x" + std::to_string(d.k) + " batch " + std::to_string(d.batch) + " splits " +
+                   std::to_string(splits));
+      RunOpts o;
+      o.plan.kernel = KernelFamily::decode;
+      o.plan.splits = splits;
+      o.alpha = cd == T::s8 ? 1.f / 64 : 0.75f;
+      o.beta = turn % 2 ? 0.5f : 0.f;
+      o.graph = splits == 2, o.repeat = splits != 2;
+      if (detail::gemm_promotes(a)) o.acc_rel = kFp8MmaRel;
+      const PlanInfo info = Plan(*h_, d, o.plan).info();
+      EXPECT_EQ(info.kernel, KernelFamily::decode);
+      EXPECT_EQ(info.splits, splits);
+      Images im = make_images(d, rng, Specials{is_int(a) ? 0.0 : 0.02});
+      twin(d, im, o, *h_);
+    }
+}
+
 // Which kernel a plan takes for small N (sm90/heuristics.cu), and the pins the decode kernel refuses.
 TEST_F(Robust, DecodeKernelIsChosenForSmallNOnEnoughRows) {
   if (supported_types(*h_).empty()) GTEST_SKIP() << "no GPU";
@@ -1423,11 +1472,27 @@ TEST_F(Robust, DecodeKernelIsChosenForSmallNOnEnoughRows) {
   EXPECT_EQ(info(512, 16).kernel, KernelFamily::sm90);    // 16 tiles of 32 rows: split K in clusters reaches more SMs
   EXPECT_EQ(info(11008, 16).kernel, KernelFamily::decode);
   EXPECT_EQ(info(28672, 16).kernel, KernelFamily::decode);
-  EXPECT_EQ(Plan(*h_, desc_of(T::bf16, T::bf16, T::bf16, 4096, 16, 14336)).info().kernel, KernelFamily::sm90);  // long K at N > 8
-  EXPECT_EQ(Plan(*h_, desc_of(T::bf16, T::bf16, T::bf16, 4096, 8, 14336)).info().kernel, KernelFamily::decode);
-  EXPECT_EQ(Plan(*h_, desc_of(T::e4m3, T::e4m3, T::bf16, 4096, 16, 4096)).info().kernel, KernelFamily::sm90);  // fp8: native wgmma
+  EXPECT_EQ(info(4096, 16).splits, 1);  // 32 stages: no split K
+  // A long K on a weight of at most one tile per SM: split K in 2 for the 16-bit types (K = 14336,
+  // 112 stages), the decode kernel then also at N > 8; with more tiles than SMs, 16-bit N > 8
+  // stays on the main kernel; s8 takes the decode kernel unsplit.
+  const auto long_k = [&](T a, int64_t m, int64_t n) { return Plan(*h_, desc_of(a, a, is_int(a) ? T::s32 : T::bf16, m, n, 14336)).info(); };
+  EXPECT_EQ(long_k(T::bf16, 4096, 16).kernel, KernelFamily::decode);
+  EXPECT_EQ(long_k(T::bf16, 4096, 16).splits, 2);
+  EXPECT_EQ(long_k(T::bf16, 4096, 8).splits, 2);
+  EXPECT_EQ(long_k(T::s8, 4096, 16).kernel, KernelFamily::decode);
+  EXPECT_EQ(long_k(T::s8, 4096, 16).splits, 1);
+  EXPECT_EQ(long_k(T::bf16, 11008, 8).kernel, KernelFamily::decode);
+  EXPECT_EQ(long_k(T::bf16, 11008, 8).splits, 1);
+  EXPECT_EQ(long_k(T::bf16, 11008, 16).kernel, KernelFamily::sm90);
+  EXPECT_EQ(long_k(T::e4m3, 4096, 8).kernel, KernelFamily::decode);  // fp8: N <= 8 on any K
+  EXPECT_EQ(long_k(T::e4m3, 4096, 8).splits, 1);
+  EXPECT_EQ(long_k(T::e4m3, 4096, 16).kernel, KernelFamily::sm90);  // fp8 at N = 16: K <= 4096
+  // fp8: N <= 8 anywhere, N = 16 on weights of at most 1/3 of the SMs' worth of main-kernel tiles.
+  EXPECT_EQ(Plan(*h_, desc_of(T::e4m3, T::e4m3, T::bf16, 4096, 16, 4096)).info().kernel, KernelFamily::decode);
   EXPECT_EQ(Plan(*h_, desc_of(T::e4m3, T::e4m3, T::bf16, 4096, 8, 4096)).info().kernel, KernelFamily::decode);
-  EXPECT_EQ(Plan(*h_, desc_of(T::e4m3, T::e4m3, T::bf16, 11008, 8, 4096)).info().kernel, KernelFamily::sm90);
+  EXPECT_EQ(Plan(*h_, desc_of(T::e4m3, T::e4m3, T::bf16, 11008, 8, 4096)).info().kernel, KernelFamily::decode);
+  EXPECT_EQ(Plan(*h_, desc_of(T::e4m3, T::e4m3, T::bf16, 11008, 16, 4096)).info().kernel, KernelFamily::sm90);  // fp8 wgmma
   EXPECT_EQ(Plan(*h_, desc_of(T::s8, T::s8, T::s32, 4096, 16, 4096)).info().kernel, KernelFamily::decode);
   PlanOptions main;
   main.kernel = KernelFamily::sm90;
@@ -1439,8 +1504,14 @@ TEST_F(Robust, DecodeKernelIsChosenForSmallNOnEnoughRows) {
   pinned.kernel = KernelFamily::decode;
   EXPECT_EQ(info(64, 300, pinned).kernel, KernelFamily::decode);
   EXPECT_GE(info(64, 300, pinned).stages, 4);
-  pinned.splits = 2;
-  expect_error([&] { (void)info(4096, 16, pinned); }, Status::not_supported, {"decode kernel", "splits"});
+  pinned.splits = 5;
+  expect_error([&] { (void)info(4096, 16, pinned); }, Status::not_supported, {"decode kernel", "splits", "4 parts"});
+  pinned.splits = 3;  // 4096 of K is 32 stages of 128: parts of 11, 11, 10
+  EXPECT_EQ(info(4096, 16, pinned).splits, 3);
+  expect_error([&] { (void)Plan(*h_, desc_of(T::bf16, T::bf16, T::bf16, 4096, 16, 256), pinned); }, Status::not_supported,
+               {"splits = 3", "2 stage(s)"});
+  pinned.tile_n = 64;
+  expect_error([&] { (void)info(4096, 16, pinned); }, Status::not_supported, {"decode kernel", "tile_n"});
   const std::string text = Plan(*h_, desc_of(T::bf16, T::bf16, T::bf16, 4096, 16, 4096)).describe();
   EXPECT_NE(text.find("sm90 decode kernel"), std::string::npos) << text;
 }

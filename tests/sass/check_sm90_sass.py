@@ -25,7 +25,7 @@ import subprocess
 import sys
 
 KERNEL = re.compile(r"spgemm_kernelILNS_8ElemTypeE(\d+)ELS2_(\d+)ELi(\d+)ELb([01])E")
-DECODE = re.compile(r"decode_kernelILNS_8ElemTypeE(\d+)ELS3_(\d+)ELi(\d+)EE")
+DECODE = re.compile(r"decode_kernelILNS_8ElemTypeE(\d+)ELS3_(\d+)ELi(\d+)ELb([01])EE")
 GMMA = re.compile(r"\b([HQI]GMMA)\.SP\.64x(\d+)x\d+\S*\s+(.*)$")
 
 
@@ -147,7 +147,8 @@ def main():
             errors.append("no HMMA.SP / IMMA.SP")
         if errors:
             failed += 1
-            print(f"FAIL decode kernel ElemType {m.group(1)} x {m.group(2)}, tile 32x{m.group(3)}: " + "; ".join(errors))
+            print(f"FAIL decode kernel ElemType {m.group(1)} x {m.group(2)}, tile 32x{m.group(3)}"
+                  f"{', split K' if m.group(4) == '1' else ''}: " + "; ".join(errors))
     if not decode:
         sys.exit(f"no sm90 decode_kernel in {sys.argv[2]}: nothing checked")
     print(f"{len(seen)} sm90 kernels checked (window of {w} stage(s)), {len(decode)} decode kernels, {failed} failed")

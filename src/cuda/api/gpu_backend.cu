@@ -98,10 +98,10 @@ struct GpuKernel final : Kernel {
   }
   std::string describe() const override {
     if (dec)
-      return std::string("sm90 decode kernel: ") + dec->instruction + ", " + sm90::decode::describe_tile(cfg.block_n, cfg.stages) +
-             ", one CTA per tile" + (cfg.dependent_launch ? ", programmatic dependent launch" : "") +
-             (gemm_promotes(desc.a_type) ? ", fp8 converted to f16 for the tensor cores, f32 sums (sm_90 has no fp8 "
-                                           "mma.sp; fast_accumulation changes nothing here)"
+      return std::string("sm90 decode kernel: ") + dec->instruction + ", " + sm90::decode::describe_tile(cfg.block_n, cfg.stages, cfg.splits) + (cfg.dependent_launch ? ", programmatic dependent launch" : "") +
+             (gemm_promotes(desc.a_type) ? ", each fp8 instruction as two f16 m16n8k32 ones on operands converted in "
+                                           "registers, f32 sums (sm_90 has no fp8 mma.sp; fast_accumulation changes "
+                                           "nothing here)"
                                          : "") +
              describe_b();
     if (wgmma)
@@ -125,7 +125,7 @@ struct GpuKernel final : Kernel {
     i.tile_m = sm90 ? cfg.block_m : sm80::kTileM;
     i.tile_n = sm90 ? cfg.block_n : sm80::kTileN;
     i.stages = sm90 ? cfg.stages : sm80::kPipelineStages;
-    i.splits = wgmma ? cfg.splits : 1;
+    i.splits = sm90 ? cfg.splits : 1;
     i.group_m = wgmma ? cfg.group_m : 0;
     i.cluster_m = wgmma ? cfg.cluster_m : 1;
     i.persistent = wgmma && cfg.persistent;
@@ -292,7 +292,7 @@ struct GpuBackend final : Backend {
     k->instr = in;
     k->b_bits = memory_bits(desc.b_type);
     choose_kernel(*k, pins);
-    const int64_t ctas = k->dec     ? sm90::decode::ctas(padded_rows(desc.m), desc.n, k->cfg.block_n)
+    const int64_t ctas = k->dec     ? sm90::decode::ctas(padded_rows(desc.m), desc.n, k->cfg.block_n) * k->cfg.splits
                          : k->wgmma ? sm90::ctas(padded_rows(desc.m), desc.n, k->cfg.block_n, k->cfg.cluster_m) * k->cfg.splits
                                   : sm80::ctas(padded_rows(desc.m), desc.n);
     if (ctas > INT_MAX)

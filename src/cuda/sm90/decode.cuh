@@ -17,6 +17,9 @@
 //                 a fixed order at the end. sm_90 has no fp8 mma.sp: ptxas converts fp8 to f16
 //                 for HMMA.SP with f32 sums (the SASS), so fp8 needs no promotion here and its
 //                 sums keep more bits than the main kernel's;
+//   split K       where a weight has few tiles (heuristics.cu), the tile's stages in parts, one per
+//                 CTA of a cluster (rank = part); the parts' sums meet in part 0's epilogue through
+//                 distributed shared memory, added in the order of the parts (deterministic);
 //   epilogue      each element as the CPU's epilogue computes it (gemm::epilogue_store), all
 //                 math threads over the tile (at most 32 x 16) from shared memory.
 // Programmatic dependent launch as the main kernel: the producer waits for the kernel before the
@@ -30,7 +33,9 @@
 #include "common/gemm_params.cuh"
 #include "common/pipeline.cuh"
 #include "gemm_forms_sm80.cuh"
+#include "ptx/cluster.cuh"
 #include "ptx/cp_async.cuh"
+#include "ptx/cvt.cuh"
 #include "ptx/griddep.cuh"
 #include "ptx/mbarrier.cuh"
 #include "ptx/tma.cuh"
@@ -40,7 +45,7 @@
 namespace spmma::sm90::decode {
 
 // The CTA's dynamic shared memory for `stages` stages: all A boxes, all B boxes, all metadata
-// boxes, then the barriers (full, empty per stage).
+// boxes, then the barriers (full, empty per stage; split K's two).
 template <int BlockN>
 struct Smem {
   // Per stage: A's box; B's and the metadata's kGroups boxes, one after the other.
@@ -65,60 +70,77 @@ struct Smem {
     return reinterpret_cast<uint64_t*>(base + stages * (kABytes + kBBytes + kMetaBytes)) + slot;
   }
   __device__ __forceinline__ uint64_t* empty(int slot) const { return full(stages + slot); }
+  // Split K: part 0's barrier for the other parts' sums, and each other part's for part 0 having
+  // read them (decode_kernel).
+  __device__ __forceinline__ uint64_t* sums_full() const { return full(2 * stages); }
+  __device__ __forceinline__ uint64_t* sums_read() const { return full(2 * stages + 1); }
 };
 
-template <ElemType A, ElemType B, int BlockN>
-__global__ void __launch_bounds__(kThreads, 1)
-    decode_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b,
-                  const __grid_constant__ CUtensorMap tm_meta, const __grid_constant__ gemm::Params p) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using F = sm80::Form<A, B>;
-  using Acc = typename F::Acc;
-  using State = gemm::RuntimePipelineState;
-  constexpr int kNTiles = BlockN / 8;
-  extern __shared__ uint8_t smem_raw[];
-  const Smem<BlockN> sm(smem_raw, p.decode_stages);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < sm.stages; ++s) ptx::mbar_init(sm.full(s), kLoadWarps), ptx::mbar_init(sm.empty(s), kRowGroups);
-    ptx::mbar_fence_init();
+// fp8 on sm_90, which has no fp8 mma.sp: each m16n8k64 instruction of the pair runs as two f16
+// m16n8k32 ones on operands converted exactly (ptx/cvt.cuh), f32 sums. The conversion keeps each
+// thread's own bytes: the f16 instructions take the dense K of the fp8 one in another order, the
+// same for A, B and the metadata (a sum over K in any order of its 4-wide chunks is the same
+// product). f16 instruction h (h = 0, 1) takes the fp8 chunks 8h .. 8h + 7 (the fp8 A registers
+// 2h, 2h + 1); its chunk c is the fp8 chunk 8h + 2c for c < 4 and 8h + 2(c - 4) + 1 above
+// (docs/layouts.md, "fp8 on sm_90 in the decode kernel"), so that:
+//   A   thread (g, t)'s fp8 register 2h + i (row g + 8i, fp8 chunks 8h + 2t, 8h + 2t + 1) converts
+//       to its f16 registers i (chunk t: the low pair) and 2 + i (chunk 4 + t: the high pair);
+//   B   its f16 register j holds dense rows 8j + 2t, + 1 of the f16 order, fp8 rows
+//       32h + 8(t / 2) + 2(t % 2) + {0, 16, 4, 20}[j] + {0, 1}: from two 8-byte loads of B's row g;
+//   E   lane t = 0 (1) holds chunks 0-3 (4-7) of rows g (low half) and g + 8 (high half): the
+//       even (odd) nibbles of the fp8 lanes 4g + 2h (row g) and 4g + 2h + 1 (row g + 8).
+// ptxas's own conversion of the fp8 form took 154 registers per thread (one CTA per SM) and ran
+// 0.50x the main kernel at e4m3 14336 x 16 x 4096 (2026-11-27).
+template <ElemType A, ElemType B>
+struct Fp8AsF16 {
+  using F16 = sm80::Form<ElemType::f16, ElemType::f16>;
+  // The metadata of f16 instruction h from the fp8 lanes' words of rows g (x) and g + 8 (y).
+  static __device__ __forceinline__ uint32_t meta(uint32_t x, uint32_t y, int t) {
+    const int sh = 4 * (t & 1);
+    uint32_t a = (x >> sh) & 0x0F0F0F0Fu, b = (y >> sh) & 0x0F0F0F0Fu;
+    a |= a >> 4, b |= b >> 4;  // bytes 0 and 2: nibbles (0, 2) and (4, 6) of the chosen parity
+    return __byte_perm(a, b, 0x6420);
   }
-  __syncthreads();
-
-  // The tile: blockIdx.x = M tile x N tiles + N tile, blockIdx.y the batch entry after p.batch0.
-  const int n_tiles = (p.n + BlockN - 1) / BlockN;
-  const int m0 = static_cast<int>(blockIdx.x) / n_tiles * kBlockM, n0 = static_cast<int>(blockIdx.x) % n_tiles * BlockN;
-  const int batch = p.batch0 + static_cast<int>(blockIdx.y);
-  const int stages = static_cast<int>((p.meta_groups + kGroups - 1) / kGroups);  // the last may be half past K: zeros
-
-  if (warp < kLoadWarps) {
-    // ------------------------------------------------------------ producers: warp 0 A, 1 B, 2 metadata
-    if (lane == 0) {
-      const CUtensorMap* map = warp == 0 ? &tm_a : warp == 1 ? &tm_b : &tm_meta;
-      ptx::tma_prefetch_map(map);
-      ptx::wait_prior_grids();  // the kernel before may have written A's or B's memory
-      ptx::allow_next_grid();
-      const int a_z = p.batch_a_bytes ? batch : 0;
-      // This warp's boxes per stage: one of A, kGroups of B and of the metadata (one group's K
-      // each), their coordinates (x advancing by a box's bytes per box along K) and their slots.
-      const Box box = warp == 0 ? box_a() : warp == 1 ? box_b(BlockN) : box_meta(p.meta_lanes);
-      const int boxes = warp == 0 ? 1 : kGroups, next = warp == 1 ? Smem<BlockN>::kBBox : Smem<BlockN>::kMetaBox;
-      const int y = warp == 0 ? m0 : warp == 1 ? n0 : m0 / 16, z = warp == 1 ? batch : a_z;
-      State st = State::producer_start(sm.stages);
-      for (int s = 0; s < stages; ++s, st.advance()) {
-        const uint32_t dst = warp == 0 ? sm.a(st.index) : warp == 1 ? sm.b(st.index) : sm.meta(st.index);
-        ptx::mbar_wait(sm.empty(st.index), st.phase);
-        ptx::mbar_arrive_expect_tx(sm.full(st.index), boxes * box.size());
-        for (int i = 0; i < boxes; ++i)
-          ptx::tma_load_3d(dst + i * next, map, sm.full(st.index), (s * boxes + i) * box.bytes, y, z);
+  // One fp8 instruction (A fragment af, metadata words mw[t'] of the fp8 lanes 4g + t') on
+  // kNTiles B tiles at b_row (B's row g of the first tile, at this instruction's 64 bytes of K,
+  // the 8 bytes of half t / 2 of its first 16-byte chunk; chunks swizzled by g).
+  template <int kNTiles>
+  static __device__ __forceinline__ void mma(float (&acc)[kNTiles][4], const uint32_t (&af)[4], const uint32_t (&mw)[4],
+                                             uint32_t b_row, int chunk0, int g, int t) {
+    const uint32_t sel = t & 1 ? 0x7632u : 0x5410u;  // the pair at byte 2(t % 2) of each word
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const uint32_t a16[4] = {ptx::fp8x2_lo_to_f16x2<A>(af[2 * h]), ptx::fp8x2_lo_to_f16x2<A>(af[2 * h + 1]),
+                               ptx::fp8x2_hi_to_f16x2<A>(af[2 * h]), ptx::fp8x2_hi_to_f16x2<A>(af[2 * h + 1])};
+      const uint32_t e = meta(mw[2 * h], mw[2 * h + 1], t);
+#pragma unroll
+      for (int nt = 0; nt < kNTiles; ++nt) {
+        uint32_t lo[2], hi[2];
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          const uint32_t at = b_row + nt * 8 * kBRowBytes + (((chunk0 + 2 * h + i) ^ g) * 16);
+          asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];\n" : "=r"(lo[i]), "=r"(hi[i]) : "r"(at));
+        }
+        const uint32_t x0 = __byte_perm(lo[0], hi[0], sel), x1 = __byte_perm(lo[1], hi[1], sel);
+        const uint32_t b16[4] = {ptx::fp8x2_lo_to_f16x2<B>(x0), ptx::fp8x2_lo_to_f16x2<B>(x1), ptx::fp8x2_hi_to_f16x2<B>(x0),
+                                 ptx::fp8x2_hi_to_f16x2<B>(x1)};
+        F16::mma(acc[nt], a16, b16, e);
       }
     }
-    return;
   }
+};
 
-  // -------------------------------------------------------------- math warp: rows 16rg .. 16rg + 15,
-  // stages part, part + kParts, ...
-  const int w = warp - kLoadWarps, rg = w % kRowGroups, part = w / kRowGroups;
+// The math warps' main loop (warp w of the math warps: rows 16rg .. 16rg + 15, the part's stages
+// s_begin + part, + kParts, ...), then their sums into `sums` (the first stages' A slots).
+template <ElemType A, ElemType B, int BlockN>
+__device__ __forceinline__ void math_loop(const Smem<BlockN>& sm, const gemm::Params& p, int s_begin, int s_end, int w,
+                                          int lane, uint32_t* sums) {
+  using F = sm80::Form<A, B>;
+  using Acc = typename F::Acc;
+  constexpr bool kFp8 = A == ElemType::e4m3 || A == ElemType::e5m2;
+  using State = gemm::RuntimePipelineState;
+  constexpr int kNTiles = BlockN / 8;
+  const int rg = w % kRowGroups, part = w / kRowGroups;
   const int g = lane / 4, t = lane % 4, q = lane / 8, r8 = lane % 8;
   // ldmatrix addresses inside a stage, on the copies' 128-byte swizzle (16-byte chunk c of a
   // 128-byte row r at chunk c ^ (r % 8)): instruction j's 32 bytes of A are chunks 2j, 2j + 1 of
@@ -132,7 +154,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   // This thread's metadata words: selector 0 names lanes t < L of each quad (the others pass a
   // copy, which the hardware ignores).
   const int P = p.meta_lanes, L = P / 8;
-  const int meta_word = (rg * P + g * L + min(t, L - 1)) * gemm::kMetaGroup;
+  const int meta_word = (rg * P + g * L + (kFp8 ? 0 : min(t, L - 1))) * gemm::kMetaGroup;  // fp8: all 4 of the quad
 
   Acc acc[kNTiles][4];
 #pragma unroll
@@ -143,7 +165,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   State st = State::consumer_start(sm.stages);
   st.advance(part);
 #pragma unroll 1
-  for (int s = part; s < stages; s += kParts, st.advance(kParts)) {
+  for (int s = s_begin + part; s < s_end; s += kParts, st.advance(kParts)) {
     ptx::mbar_wait(sm.full(st.index), st.phase);
     const uint32_t* meta = sm.meta_ptr(st.index) + meta_word;
     // The last stage of an odd number of groups holds one: its second box is zeros, whose
@@ -154,27 +176,29 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (j == steps) break;
       uint32_t af[4], bf[4];
       ptx::ldmatrix_x4(af, sm.a(st.index) + a_ld[j]);
-      const uint32_t e = meta[(j / gemm::kMetaGroup) * (Smem<BlockN>::kMetaBox / 4) + j % gemm::kMetaGroup];
+      const uint32_t* mj = meta + (j / gemm::kMetaGroup) * (Smem<BlockN>::kMetaBox / 4) + j % gemm::kMetaGroup;
+      if constexpr (kFp8) {
+        // The quad's four words of this instruction (lane t' at t' * kMetaGroup), B's row g at
+        // the instruction's 64 bytes: box j / 2, chunks 4(j % 2) ...
+        const uint32_t mw[4] = {mj[0], mj[gemm::kMetaGroup], mj[2 * gemm::kMetaGroup], mj[3 * gemm::kMetaGroup]};
+        const uint32_t b_row = sm.b(st.index) + (j / gemm::kMetaGroup) * Smem<BlockN>::kBBox + g * kBRowBytes + 8 * (t / 2);
+        Fp8AsF16<A, B>::template mma<kNTiles>(acc, af, mw, b_row, (j % 2) * 4, g, t);
+      } else {
 #pragma unroll
-      for (int nt = 0; nt < kNTiles; ++nt) {
-        ptx::ldmatrix_x4(bf, sm.b(st.index) + b_ld[j] + nt * 8 * kBRowBytes);
-        F::mma(acc[nt], af, bf, e);
+        for (int nt = 0; nt < kNTiles; ++nt) {
+          ptx::ldmatrix_x4(bf, sm.b(st.index) + b_ld[j] + nt * 8 * kBRowBytes);
+          F::mma(acc[nt], af, bf, *mj);
+        }
       }
     }
     __syncwarp();
     ptx::mbar_arrive_if(lane == 0, sm.empty(st.index));  // the warp has read the stage: the producer may refill it
   }
 
-  // -------------------------------------------------------------- the parts' sums and the epilogue
-  // Every math warp puts its sums in the first stages' A slots (free once every math warp has left
-  // the main loop: every stage is consumed); then each element of the tile is added up over the
-  // parts in their order (the same bytes on every run: f32 in f32, s32 wrapping) and stored, the
-  // elements shared by all math threads in a loop along D's contiguous dimension. (Inline per
-  // thread, unrolled, the general epilogue of its 8 elements cost the fp8 kernels 8 registers
-  // more: 117 against 109, before the stages of four instructions.)
+  // Every math warp puts its sums in the first stages' A slots, free once every math warp has left
+  // the main loop (every stage of the part is consumed).
   constexpr int kMath = 32 * kMathWarps, kWords = kNTiles * 4;
   static_assert(kRowGroups * kParts * kWords * 32 * 4 <= kMinStages * Smem<BlockN>::kABytes, "the sums fit");
-  uint32_t* sums = reinterpret_cast<uint32_t*>(sm.base);  // [row group][part][word][lane]
   ptx::named_barrier_sync(1, kMath);
 #pragma unroll
   for (int nt = 0; nt < kNTiles; ++nt)
@@ -182,23 +206,125 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int i = 0; i < 4; ++i)
       sums[((rg * kParts + part) * kWords + nt * 4 + i) * 32 + lane] = reinterpret_cast<const uint32_t&>(acc[nt][i]);
   ptx::named_barrier_sync(1, kMath);
-  ptx::wait_prior_grids();  // the kernel before may read C or D
-  const bool cm = p.cd_col_major;
-#pragma unroll 1
-  for (int x = threadIdx.x - 32 * kLoadWarps; x < kBlockM * BlockN; x += kMath) {
-    const int r = cm ? x % kBlockM : x / BlockN, c = cm ? x / kBlockM : x % BlockN;
-    const int row = m0 + r, col = n0 + c;
-    if (row >= p.m || col >= p.n) continue;
-    // The element's place in the m16n8 fragments: row group, lane, word.
-    const int at_lane = (r % 8) * 4 + (c % 8) / 2, word = (c / 8) * 4 + ((r % 16) / 8) * 2 + c % 2;
-    const uint32_t* src = sums + ((r / 16) * kParts * kWords + word) * 32 + at_lane;
-    Acc v = 0;
-#pragma unroll
-    for (int k = 0; k < kParts; ++k) {
-      if constexpr (std::is_same_v<Acc, float>) v += __uint_as_float(src[k * kWords * 32]);
-      else v += src[k * kWords * 32];
+}
+
+// Split: built for split K (p.splits parts); without, p.splits is 1 and the kernel has none of its
+// code (with it, splits = 1 ran 0.985x as fast at 4096 x N x 4096 on the H100, 2026-11-27 09:22).
+template <ElemType A, ElemType B, int BlockN, bool Split>
+__global__ void __launch_bounds__(kThreads, 1)
+    decode_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b,
+                  const __grid_constant__ CUtensorMap tm_meta, const __grid_constant__ gemm::Params p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using F = sm80::Form<A, B>;
+  using Acc = typename F::Acc;
+  using State = gemm::RuntimePipelineState;
+  constexpr int kNTiles = BlockN / 8;
+  extern __shared__ uint8_t smem_raw[];
+  const Smem<BlockN> sm(smem_raw, p.decode_stages);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int splits = Split ? p.splits : 1;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < sm.stages; ++s) ptx::mbar_init(sm.full(s), kLoadWarps), ptx::mbar_init(sm.empty(s), kRowGroups);
+    if (splits > 1) ptx::mbar_init(sm.sums_full(), splits - 1), ptx::mbar_init(sm.sums_read(), 1);
+    ptx::mbar_fence_init();
+  }
+  // With split K a cluster's CTAs arrive on each other's barriers: every one is initialised first.
+  if (splits > 1) ptx::cluster_sync();
+  else __syncthreads();
+
+  // The tile: blockIdx.x = (M tile x N tiles + N tile) x splits + part, the part also the CTA's
+  // rank in its cluster; blockIdx.y the batch entry after p.batch0. The part's stages: s_begin ..
+  // s_end - 1 (the last stage may be half past K: zeros).
+  const int split = static_cast<int>(blockIdx.x) % splits, tile = static_cast<int>(blockIdx.x) / splits;
+  const int n_tiles = (p.n + BlockN - 1) / BlockN;
+  const int m0 = tile / n_tiles * kBlockM, n0 = tile % n_tiles * BlockN;
+  const int batch = p.batch0 + static_cast<int>(blockIdx.y);
+  const int stages = static_cast<int>(k_stages(p.meta_groups));
+  const int s_begin = min(stages, split * p.stages_per_split), s_end = min(stages, s_begin + p.stages_per_split);
+  constexpr int kMath = 32 * kMathWarps, kWords = kNTiles * 4;
+  uint32_t* sums = reinterpret_cast<uint32_t*>(sm.base);  // [row group][part][word][lane]
+
+  if (warp < kLoadWarps) {
+    // ------------------------------------------------------------ producers: warp 0 A, 1 B, 2 metadata
+    // (They leave once their copies are issued: kept to the kernel's end, idle, the kernel ran
+    // 0.86-0.97x as fast at 4096 x N x 4096 on the H100, 2026-11-27 09:13.)
+    if (lane == 0) {
+      const CUtensorMap* map = warp == 0 ? &tm_a : warp == 1 ? &tm_b : &tm_meta;
+      ptx::tma_prefetch_map(map);
+      ptx::wait_prior_grids();  // the kernel before may have written A's or B's memory
+      ptx::allow_next_grid();
+      const int a_z = p.batch_a_bytes ? batch : 0;
+      // This warp's boxes per stage: one of A, kGroups of B and of the metadata (one group's K
+      // each), their coordinates (x advancing by a box's bytes per box along K) and their slots.
+      const Box box = warp == 0 ? box_a() : warp == 1 ? box_b(BlockN) : box_meta(p.meta_lanes);
+      const int boxes = warp == 0 ? 1 : kGroups, next = warp == 1 ? Smem<BlockN>::kBBox : Smem<BlockN>::kMetaBox;
+      const int y = warp == 0 ? m0 : warp == 1 ? n0 : m0 / 16, z = warp == 1 ? batch : a_z;
+      State st = State::producer_start(sm.stages);
+      for (int s = s_begin; s < s_end; ++s, st.advance()) {
+        const uint32_t dst = warp == 0 ? sm.a(st.index) : warp == 1 ? sm.b(st.index) : sm.meta(st.index);
+        ptx::mbar_wait(sm.empty(st.index), st.phase);
+        ptx::mbar_arrive_expect_tx(sm.full(st.index), boxes * box.size());
+        for (int i = 0; i < boxes; ++i)
+          ptx::tma_load_3d(dst + i * next, map, sm.full(st.index), (s * boxes + i) * box.bytes, y, z);
+      }
     }
-    gemm::epilogue_store<Acc>(p, batch, row, col, reinterpret_cast<const uint32_t&>(v));
+    return;
+  }
+  math_loop<A, B, BlockN>(sm, p, s_begin, s_end, warp - kLoadWarps, lane, sums);
+
+  // -------------------------------------------------------------- the parts' sums and the epilogue
+  // Each element of the tile is added up over the math warps' parts and the split parts in their
+  // order (the same bytes on every run: f32 in f32, s32 wrapping) and stored, the elements shared
+  // by all math threads of part 0 in a loop along D's contiguous dimension. (Inline per thread,
+  // unrolled, the general epilogue of its 8 elements cost the fp8 kernels 8 registers more: 117
+  // against 109, before the stages of four instructions.) With split K, part 0 reads the other
+  // parts' sums in their shared memory once each has put them there (an arrival on part 0's
+  // sums_full that releases them, math_loop's barrier having ordered every math thread's writes
+  // before it), and each part stays until part 0 has read them (its sums_read).
+  const bool first = threadIdx.x == 32 * kLoadWarps;
+  if (split != 0) {
+    if (first) {
+      ptx::mbar_arrive_release_cluster(ptx::in_cta(sm.sums_full(), 0));
+      ptx::mbar_wait_cluster(sm.sums_read(), 0);
+    }
+    return;
+  }
+  {
+    if (splits > 1) ptx::mbar_wait_cluster(sm.sums_full(), 0);
+    const uint32_t* part_sums[kMaxSplits];
+#pragma unroll
+    for (int j = 0; j < kMaxSplits; ++j) part_sums[j] = j == 0 ? sums : j < splits ? ptx::in_cta(sums, j) : nullptr;
+    ptx::wait_prior_grids();  // the kernel before may read C or D
+    const bool cm = p.cd_col_major;
+#pragma unroll 1
+    for (int x = threadIdx.x - 32 * kLoadWarps; x < kBlockM * BlockN; x += kMath) {
+      const int r = cm ? x % kBlockM : x / BlockN, c = cm ? x / kBlockM : x % BlockN;
+      const int row = m0 + r, col = n0 + c;
+      if (row >= p.m || col >= p.n) continue;
+      // The element's place in the m16n8 fragments: row group, lane, word.
+      const int at_lane = (r % 8) * 4 + (c % 8) / 2, word = (c / 8) * 4 + ((r % 16) / 8) * 2 + c % 2;
+      const int at = ((r / 16) * kParts * kWords + word) * 32 + at_lane;
+      Acc v = 0;
+#pragma unroll
+      for (int j = 0; j < kMaxSplits; ++j) {
+        if (j == splits) break;
+#pragma unroll
+        for (int k = 0; k < kParts; ++k) {
+          const uint32_t u = part_sums[j][at + k * kWords * 32];
+          if constexpr (std::is_same_v<Acc, float>) v += __uint_as_float(u);
+          else v += u;
+        }
+      }
+      gemm::epilogue_store<Acc>(p, batch, row, col, reinterpret_cast<const uint32_t&>(v));
+    }
+    if (splits > 1) {
+      // Every math thread has read the parts' sums (its loads returned: their values are in D's
+      // stores): the parts may leave. Relaxed: nothing to publish, and a release would wait for
+      // this thread's stores of D.
+      ptx::named_barrier_sync(1, kMath);
+      if (first)
+        for (int j = 1; j < splits; ++j) ptx::mbar_arrive_cluster_if(true, ptx::in_cta(sm.sums_read(), j));
+    }
   }
 #else
   __trap();

@@ -12,8 +12,10 @@ const Entry* find(ElemType a, ElemType b, int block_n) {
   return nullptr;
 }
 
-std::string describe_tile(int block_n, int stages) {
-  return "CTA tile " + std::to_string(kBlockM) + "x" + std::to_string(block_n) + " over the whole K, " +
+std::string describe_tile(int block_n, int stages, int splits) {
+  return "CTA tile " + std::to_string(kBlockM) + "x" + std::to_string(block_n) +
+         (splits > 1 ? ", K in " + std::to_string(splits) + " parts (the CTAs of a cluster, sums added in part 0)"
+                     : " over the whole K") + ", " +
          std::to_string(stages) + " TMA stages, " + std::to_string(kLoadWarps) + " producer warps + " + std::to_string(kMathWarps) +
          " math warps (mma.sp m16n8 from shared memory), " + std::to_string(kSteps) + " instructions per stage";
 }
@@ -23,6 +25,9 @@ void launch(const Entry& e, const AMaps& a, const CUtensorMap& b, const gemm::Pa
     fail(Status::internal, "the decode kernel cannot run " + std::to_string(p.decode_stages) + " stages (" +
                                std::to_string(kMinStages) + " to " + std::to_string(kMaxStages) + ", a multiple of " +
                                std::to_string(kParts) + ")");
+  if (p.splits < 1 || p.splits > kMaxSplits)
+    fail(Status::internal, "the decode kernel cannot split K in " + std::to_string(p.splits) + " parts (1 to " +
+                               std::to_string(kMaxSplits) + ")");
   const Maps maps{a.a, b, a.meta};
   for (int b0 = 0; b0 < p.batch; b0 += gemm::kMaxGridBatch) {
     gemm::Params q = p;

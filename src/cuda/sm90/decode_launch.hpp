@@ -29,15 +29,15 @@ std::span<const Entry> entries();
 const Entry* find(ElemType a, ElemType b, int block_n);
 
 // The kernel launch at one instantiation (decode_launch_tile.cuh): batch entries p.batch0 ..
-// min(p.batch, p.batch0 + 65535) - 1, p.decode_stages stages.
+// min(p.batch, p.batch0 + 65535) - 1, p.decode_stages stages, p.splits CTAs per tile.
 template <ElemType A, ElemType B, int BlockN>
 void launch_tile(const Maps& maps, const gemm::Params& p, cudaStream_t s);
 
-// CTAs of one batch entry: 32-row tiles x N tiles.
+// Tiles of one batch entry: 32-row tiles x N tiles (each `splits` CTAs with split K).
 inline int64_t ctas(int64_t m_pad, int64_t n, int block_n) { return m_pad / kBlockM * ((n + block_n - 1) / block_n); }
 
-// "CTA tile 32x16, 24 TMA stages, ...", for Plan::describe.
-std::string describe_tile(int block_n, int stages);
+// "CTA tile 32x16 over the whole K, 24 TMA stages, ...", for Plan::describe.
+std::string describe_tile(int block_n, int stages, int splits);
 
 // Launches e with A's maps (boxes of kBlockM rows) and B's, for every batch entry of p.
 void launch(const Entry& e, const AMaps& a, const CUtensorMap& b, const gemm::Params& p, cudaStream_t s);

@@ -12,21 +12,29 @@ namespace spmma::sm90::decode {
 
 template <ElemType A, ElemType B, int BlockN>
 void launch_tile(const Maps& m, const gemm::Params& p, cudaStream_t s) {
-  constexpr auto kernel = &decode_kernel<A, B, BlockN>;
+  const auto kernel = p.splits > 1 ? &decode_kernel<A, B, BlockN, true> : &decode_kernel<A, B, BlockN, false>;
   cuda::set_smem_limit(reinterpret_cast<const void*>(kernel), smem_bytes(BlockN, kMaxStages), "sm90 decode kernel");
   cudaLaunchConfig_t cfg{};
   cfg.blockDim = dim3(kThreads);
   cfg.dynamicSmemBytes = smem_bytes(BlockN, p.decode_stages);
   cfg.stream = s;
-  cudaLaunchAttribute attr{};
+  cudaLaunchAttribute attrs[2]{};
+  unsigned n = 0;
   // Programmatic dependent launch, as the main kernel (launch_tile.cuh).
   if (p.dependent_launch) {
-    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr.val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = &attr, cfg.numAttrs = 1;
+    attrs[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attrs[n++].val.programmaticStreamSerializationAllowed = 1;
   }
+  // Split K: a tile's parts are the CTAs of one cluster (decode.cuh).
+  if (p.splits > 1) {
+    attrs[n].id = cudaLaunchAttributeClusterDimension;
+    attrs[n].val.clusterDim.x = static_cast<unsigned>(p.splits);
+    attrs[n].val.clusterDim.y = attrs[n].val.clusterDim.z = 1;
+    ++n;
+  }
+  cfg.attrs = attrs, cfg.numAttrs = n;
   const int batches = std::min(gemm::kMaxGridBatch, p.batch - p.batch0);
-  cfg.gridDim = dim3(static_cast<unsigned>(ctas(p.m_pad, p.n, BlockN)), static_cast<unsigned>(batches));
+  cfg.gridDim = dim3(static_cast<unsigned>(ctas(p.m_pad, p.n, BlockN) * p.splits), static_cast<unsigned>(batches));
   cuda::check(cudaLaunchKernelEx(&cfg, kernel, m.a, m.b, m.meta, p), "launch of the sm90 decode kernel");
 }
 

@@ -4,6 +4,9 @@
 // tiles, so that a weight of 4096 rows already fills 128 SMs without split K, several CTAs per SM,
 // each a deep TMA pipeline of small stages, and mma.sp m16n8 per warp, whose width fits N.
 #pragma once
+#include <cstdint>
+#include <iterator>
+
 #include "common/device_layout.hpp"
 #include "sm90/tiles.hpp"
 #include "spmma/detail/hd.hpp"
@@ -40,7 +43,8 @@ static_assert(box_a().bytes == 128 && kBRowBytes == 128, "128-byte rows: the 128
 SPMMA_HD constexpr int stage_bytes(int block_n) {
   return box_a().size() + kGroups * (box_b(block_n).size() + box_meta(kMaxMetaLanes).size()) + 16;
 }
-SPMMA_HD constexpr int smem_bytes(int block_n, int stages) { return 1024 + stages * stage_bytes(block_n); }
+// The CTA's: the swizzle atoms' alignment, the stages, split K's two barriers.
+SPMMA_HD constexpr int smem_bytes(int block_n, int stages) { return 1024 + stages * stage_bytes(block_n) + 16; }
 // The pipeline's depth is the plan's (heuristics.cu): deep where a CTA has an SM to itself, shallower
 // where several share one, so that the bytes in flight per SM stay about the same.
 constexpr int kMinStages = 2, kMaxStages = 24;
@@ -55,7 +59,24 @@ SPMMA_HD constexpr bool valid_stages(int stages) {
 static_assert(valid_stages(kMinStages) && valid_stages(kMaxStages), "the bounds are valid depths");
 constexpr int kMaxCtasPerSm = 4;
 
-// The tile widths the decode kernel is built with (N <= 8, N <= 16).
+// The kernel's stages over K: kGroups metadata groups each, the last half past K when the groups
+// are odd (its second box zeros).
+SPMMA_HD constexpr int64_t k_stages(int64_t meta_groups) { return (meta_groups + kGroups - 1) / kGroups; }
+
+// Split K: the parts of a tile's stages are the CTAs of a cluster (rank = part), each a run of
+// stages_per_split stages; the parts' sums meet in part 0's epilogue through distributed shared
+// memory, in the order of the parts (decode.cuh). At most 4 parts: clusters of 4 still place
+// several per GPC with 4 CTAs per SM.
+constexpr int kMaxSplits = 4;
+SPMMA_HD constexpr int64_t split_stages(int64_t stages, int splits) { return (stages + splits - 1) / splits; }
+
+// The tile widths the decode kernel is built with (N <= 8, N <= 16), and the narrowest that
+// covers N (the widest for wider N: several N tiles).
 inline constexpr int kTileWidths[] = {8, 16};
+constexpr int tile_width(int64_t n) {
+  for (int w : kTileWidths)
+    if (n <= w) return w;
+  return kTileWidths[std::size(kTileWidths) - 1];
+}
 
 }  // namespace spmma::sm90::decode

@@ -45,11 +45,13 @@ int64_t per_split(int64_t stages, int64_t want) { return ((stages + want - 1) / 
 //   bf16 and s8, N = 1, 8, 16 on the decode sweep's weights (4096 x 4096, 14336 x 4096, 4096 x
 //   14336, 28672 x 8192, 11008 x 4096): 1.01-1.39x alone, except bf16 4096 x 16 x 14336 (0.95x:
 //   a CTA alone on its SM over a long K runs at the rate its copies issue) - hence K <= 8192
-//   at N > 8;
-//   fp8 (sm_90 has no fp8 mma.sp: ptxas converts to f16 with shuffles, 154 registers per thread)
-//   only at 4096 x {1, 8} x 4096 (1.16x, 1.12x): 0.84-0.96x on the other weights at N <= 8,
-//   0.50-0.96x at N = 16 - hence N <= 8, K <= 4096 and at most 1/3 of the SMs' worth of this
-//   kernel's tiles.
+//   at N > 8 for the 16-bit types unless the decode plan splits K (then bf16 1.05x there; s8
+//   unsplit 1.07x, 2026-11-27 09:19);
+//   fp8 (sm_90 has no fp8 mma.sp: each instruction runs as two f16 ones on operands converted in
+//   the threads' registers, decode.cuh; 2026-11-27 08:59, 2 rounds): at N = 1 and 8 1.00-1.25x
+//   on all five weights (1.0x at 14336 x 8 x 4096); at N = 16 only on the weight of one tile per
+//   SM, 4096 x 16 x 4096 (1.05x), 0.85-0.97x on the others (B's conversion, per 8 columns) -
+//   hence N <= 8, or K <= 4096 on at most 1/3 of the SMs' worth of this kernel's tiles.
 constexpr int kDecodeMaxN = 16, kDecodeMaxKWide = 8192, kFp8DecodeMaxN = 8, kFp8DecodeMaxK = 4096;
 
 // Shared memory an SM gives its CTAs (the H100's 228 KB, 1 KB of it reserved per CTA) and the
@@ -64,14 +66,41 @@ int decode_stages(int64_t ctas, int block_n, int sm_count, int64_t k_stages) {
   return s - s % decode::kParts;  // whole rounds of the math warps (decode::valid_stages)
 }
 
-Config choose_decode(const MatmulDesc& d, int inst_k, int sm_count) {
+// The decode kernel's split K (decode.cuh: the parts of a tile are the CTAs of a cluster), for the
+// 16-bit types: as many parts as keep the CTAs at most kDecodeSplitCtasPerSm per SM, each part at
+// least kDecodeMinSplitStages stages long. Measured on the H100 (2026-11-27 09:19 UTC, cold L2,
+// splits pinned, one binary; docs/benchmarks.md "Split K in the decode kernel"), N = 1, 8, 16:
+// 4096 x N x 14336 (128 tiles, 112 bf16 stages) in 2 parts ran 1.05-1.10x the speed of 1 (bf16),
+// 0.98-1.00x (s8), 1.01-1.04x (e4m3); 4096 x N x 4096 (32 stages) 0.91-0.99x; 4 parts (08:49)
+// 0.38-1.13x, and 2 parts of the weights with more tiles than SMs 0.67-0.98x.
+constexpr int kDecodeSplitCtasPerSm = 2, kDecodeMinSplitStages = 24;
+
+Config choose_decode(const MatmulDesc& d, int inst_k, int sm_count, int pinned_splits) {
   Config c;
   c.decode = true;
   c.block_m = decode::kBlockM;
-  c.block_n = d.n <= 8 ? 8 : 16;
+  c.block_n = decode::tile_width(d.n);
   const int64_t m_pad = gemm::kRowPad * ((d.m + gemm::kRowPad - 1) / gemm::kRowPad);
-  const int64_t k_stages = (stages_for(d, inst_k) + decode::kGroups - 1) / decode::kGroups;  // kGroups groups each
-  c.stages = decode_stages(decode::ctas(m_pad, d.n, c.block_n) * d.batch, c.block_n, sm_count, k_stages);
+  const int64_t k_stages = decode::k_stages(stages_for(d, inst_k));
+  const int64_t tiles = decode::ctas(m_pad, d.n, c.block_n) * d.batch;
+  int want = 1;
+  if (pinned_splits) {
+    if (pinned_splits > decode::kMaxSplits)
+      fail(Status::not_supported, "PlanOptions.splits = " + std::to_string(pinned_splits) + ": the decode kernel splits K in at most " +
+                                      std::to_string(decode::kMaxSplits) + " parts (the CTAs of a cluster)");
+    want = pinned_splits;
+  } else if (memory_bits(d.a_type) == 16) {
+    for (int s = 2; s <= decode::kMaxSplits; ++s)
+      if (tiles * s <= int64_t{sm_count} * kDecodeSplitCtasPerSm && k_stages / s >= kDecodeMinSplitStages) want = s;
+  }
+  const int64_t per = decode::split_stages(k_stages, want), got = (k_stages + per - 1) / per;
+  if (pinned_splits && got != pinned_splits)
+    fail(Status::not_supported, "PlanOptions.splits = " + std::to_string(pinned_splits) + ": K = " + std::to_string(d.k) +
+                                    " is " + std::to_string(k_stages) + " stage(s) of the decode kernel (" +
+                                    std::to_string(decode::kGroups * 2 * inst_k) + " of K each), and " +
+                                    std::to_string(got) + " part(s) of " + std::to_string(per) + " would run");
+  if (got > 1) c.splits = static_cast<int>(got), c.stages_per_split = static_cast<int>(per);
+  c.stages = decode_stages(tiles * c.splits, c.block_n, sm_count, got > 1 ? per : k_stages);
   return c;
 }
 
@@ -80,22 +109,22 @@ Config choose_decode(const MatmulDesc& d, int inst_k, int sm_count) {
 Config choose(const MatmulDesc& d, bool promoted, int inst_k, int sm_count, const PlanOptions& pins) {
   const bool main_pinned = pins.tile_n || pins.splits || pins.group_m || pins.cluster_m || pins.grid != GridKind::automatic;
   if (pins.kernel == KernelFamily::decode) {
-    if (main_pinned)
-      fail(Status::not_supported, "PlanOptions: tile_n, splits, group_m, cluster_m and grid pin the main sm90 kernel's "
+    if (pins.tile_n || pins.group_m || pins.cluster_m || pins.grid != GridKind::automatic)
+      fail(Status::not_supported, "PlanOptions: tile_n, group_m, cluster_m and grid pin the main sm90 kernel's "
                                   "choices; the decode kernel (PlanOptions.kernel = decode) has 32-row tiles 8 or 16 "
-                                  "wide over the whole K, one CTA per tile");
-    Config c = choose_decode(d, inst_k, sm_count);
+                                  "wide, one CTA per tile or per part of K (splits)");
+    Config c = choose_decode(d, inst_k, sm_count, pins.splits);
     c.dependent_launch = pins.dependent_launch;
     return c;
   }
   if (pins.kernel == KernelFamily::automatic && !main_pinned && d.n <= kDecodeMaxN) {
     const int64_t m_pad = gemm::kRowPad * ((d.m + gemm::kRowPad - 1) / gemm::kRowPad);
-    const int64_t decode_ctas = decode::ctas(m_pad, d.n, d.n <= 8 ? 8 : 16) * d.batch, tiles = m_pad / kBlockM * d.batch;
+    const int64_t decode_ctas = decode::ctas(m_pad, d.n, decode::tile_width(d.n)) * d.batch, tiles = m_pad / kBlockM * d.batch;
+    Config c = choose_decode(d, inst_k, sm_count, 0);
     const bool wins = detail::gemm_promotes(d.a_type)
-                          ? d.n <= kFp8DecodeMaxN && d.k <= kFp8DecodeMaxK && tiles * 3 <= sm_count
-                          : d.n <= 8 || d.k <= kDecodeMaxKWide;
+                          ? d.n <= kFp8DecodeMaxN || (d.k <= kFp8DecodeMaxK && tiles * 3 <= sm_count)
+                          : d.n <= 8 || d.k <= kDecodeMaxKWide || memory_bits(d.a_type) == 8 || c.splits > 1;
     if (decode_ctas * 2 >= sm_count && wins) {
-      Config c = choose_decode(d, inst_k, sm_count);
       c.dependent_launch = pins.dependent_launch;
       return c;
     }

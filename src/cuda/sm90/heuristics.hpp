@@ -21,7 +21,8 @@ struct Config {
   bool persistent = false;   // a persistent grid (scheduler.cuh), else one CTA per tile
   bool dependent_launch = true;  // programmatic dependent launch (PlanOptions::dependent_launch)
   // The decode kernel (decode.cuh) instead: block_m 32, block_n 8 or 16, `stages` its pipeline's
-  // depth; no split K, clusters or persistent grid.
+  // depth, split K in `splits` parts of stages_per_split of its stages (kGroups metadata groups
+  // each); no clusters along M or persistent grid.
   bool decode = false;
 };
 
