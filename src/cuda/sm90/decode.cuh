@@ -5,8 +5,8 @@
 // nothing else in the kernel, but its 128-row tiles leave 32 CTAs for a 4096-row weight (split
 // K in clusters makes 96, at ~2000 cycles of hand-over), and each CTA pays ~5000 cycles of set-up
 // (clusters, setmaxnreg, two math warpgroups) before and ~2000 after its stream. Here:
-//   tile          32 rows x BlockN (8 or 16) columns, the whole K range: 4096 rows are 128 CTAs;
-//                 several CTAs per SM, no clusters, no register reallocation;
+//   tile          32 rows x BlockN (8 or 16) columns, the whole K range (or a part of it, split K
+//                 below): 4096 rows are 128 CTAs; several CTAs per SM, no register reallocation;
 //   producers     warps 0, 1, 2, one thread each: per stage of four instructions the TMA box of
 //                 A (32 rows x 128 B of the main kernel's tensor layout), B's two (BlockN
 //                 columns x 128 B), the metadata's two groups; a pipeline as deep as the plan
@@ -14,12 +14,14 @@
 //   math          warps 3 .. 6: two row groups of 16 rows, each stage taken by one warp of each
 //                 (kParts warps per row group in turn), mma.sp m16n8 per 8 columns from shared
 //                 memory (ldmatrix, the swizzles the copies wrote); the parts' sums added up in
-//                 a fixed order at the end. sm_90 has no fp8 mma.sp: ptxas converts fp8 to f16
-//                 for HMMA.SP with f32 sums (the SASS), so fp8 needs no promotion here and its
-//                 sums keep more bits than the main kernel's;
-//   split K       where a weight has few tiles (heuristics.cu), the tile's stages in parts, one per
-//                 CTA of a cluster (rank = part); the parts' sums meet in part 0's epilogue through
-//                 distributed shared memory, added in the order of the parts (deterministic);
+//                 a fixed order at the end. sm_90 has no fp8 mma.sp: each fp8 instruction runs
+//                 as two f16 ones on operands converted in the thread's registers (Fp8AsF16),
+//                 f32 sums, so fp8 needs no promotion here and its sums keep more bits than the
+//                 main kernel's;
+//   split K       where a weight has few tiles (heuristics.cu; the kernel built with Split), the
+//                 tile's stages in parts, one per CTA of a cluster (rank = part); the parts' sums
+//                 meet in part 0's epilogue through distributed shared memory, added in the order
+//                 of the parts (deterministic);
 //   epilogue      each element as the CPU's epilogue computes it (gemm::epilogue_store), all
 //                 math threads over the tile (at most 32 x 16) from shared memory.
 // Programmatic dependent launch as the main kernel: the producer waits for the kernel before the

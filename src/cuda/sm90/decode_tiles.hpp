@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The sm90 decode kernel's shape as data (plain C++: the kernel, its launch, the heuristics and
 // the code generator read it). The decode kernel (decode.cuh) streams A for small N: 32-row CTA
-// tiles, so that a weight of 4096 rows already fills 128 SMs without split K, several CTAs per SM,
-// each a deep TMA pipeline of small stages, and mma.sp m16n8 per warp, whose width fits N.
+// tiles, so that a weight of 4096 rows already fills 128 SMs (split K only for a long K), several
+// CTAs per SM, each a deep TMA pipeline of small stages, and mma.sp m16n8 per warp, whose width
+// fits N.
 #pragma once
 #include <cstdint>
 #include <iterator>
