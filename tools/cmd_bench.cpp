@@ -127,7 +127,7 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--kernel", o->kernel, "GPU kernel family: auto (default), sm90, sm80 or decode (PlanOptions.kernel)")
       ->check(CLI::IsMember({"auto", "sm90", "sm80", "decode"}));
   cmd->add_option("--tile-n", o->tile_n, "sm90 CTA tile N: 64, 128, 192 (promoted fp8) or 256 (PlanOptions.tile_n)");
-  cmd->add_option("--splits", o->splits, "sm90 split K: 1 (none) to 8, the CTAs of a cluster (PlanOptions.splits)");
+  cmd->add_option("--splits", o->splits, "sm90 split K: 1 (none) to 8, the CTAs of a cluster; 1 to 4 with --kernel decode (PlanOptions.splits)");
   cmd->add_option("--group-m", o->group_m, "sm90 rasterization: M tiles per group (PlanOptions.group_m)");
   cmd->add_option("--cluster-m", o->cluster_m, "sm90: CTAs per cluster along M, 1 or 2 (PlanOptions.cluster_m)");
   cmd->add_option("--grid", o->grid, "sm90 grid: auto (default), persistent or per-tile (PlanOptions.grid)")
