@@ -211,7 +211,7 @@ __device__ __forceinline__ void math_loop(const Smem<BlockN>& sm, const gemm::Pa
 }
 
 // Split: built for split K (p.splits parts); without, p.splits is 1 and the kernel has none of its
-// code (with it, splits = 1 ran 0.985x as fast at 4096 x N x 4096 on the H100, 2026-11-27 09:22).
+// code (with it, splits = 1 ran 0.985x as fast at 4096 x N x 4096 on the H100, 2026-11-27 09:23).
 template <ElemType A, ElemType B, int BlockN, bool Split>
 __global__ void __launch_bounds__(kThreads, 1)
     decode_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b,
