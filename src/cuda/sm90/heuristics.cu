@@ -69,10 +69,10 @@ int decode_stages(int64_t ctas, int block_n, int sm_count, int64_t k_stages) {
 // The decode kernel's split K (decode.cuh: the parts of a tile are the CTAs of a cluster), for the
 // 16-bit types: as many parts as keep the CTAs at most kDecodeSplitCtasPerSm per SM, each part at
 // least kDecodeMinSplitStages stages long. Measured on the H100 (2026-11-27 09:19 UTC, cold L2,
-// splits pinned, one binary; docs/benchmarks.md "Split K in the decode kernel"), N = 1, 8, 16:
-// 4096 x N x 14336 (128 tiles, 112 bf16 stages) in 2 parts ran 1.05-1.10x the speed of 1 (bf16),
-// 0.98-1.00x (s8), 1.01-1.04x (e4m3); 4096 x N x 4096 (32 stages) 0.91-0.99x; 4 parts (08:49)
-// 0.38-1.13x, and 2 parts of the weights with more tiles than SMs 0.67-0.98x.
+// splits pinned, one binary; docs/benchmarks.md "Split K and fp8 in the decode kernel"), N = 1,
+// 8, 16: 4096 x N x 14336 (128 tiles, 112 bf16 stages) in 2 parts ran 1.05-1.10x the speed of 1
+// (bf16), 0.98-1.00x (s8), 1.01-1.04x (e4m3); 4096 x N x 4096 (32 stages) 0.91-0.99x; 4 parts
+// (08:49) 0.38-1.13x, and 2 parts of the weights with more tiles than SMs 0.67-0.98x.
 constexpr int kDecodeSplitCtasPerSm = 2, kDecodeMinSplitStages = 24;
 
 Config choose_decode(const MatmulDesc& d, int inst_k, int sm_count, int pinned_splits) {
