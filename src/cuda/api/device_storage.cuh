@@ -17,8 +17,7 @@
 
 namespace spmma::gpu_api {
 
-// Rows of A as stored on the device: padded to whole CTA tiles of every kernel (zero rows).
-inline int64_t padded_rows(int64_t m) { return (m + gemm::kRowPad - 1) / gemm::kRowPad * gemm::kRowPad; }
+using gemm::padded_rows;  // common/device_layout.hpp
 
 struct GpuStorage final : detail::SparseStorage {
   int ordinal = 0;  // the CUDA device holding the buffers

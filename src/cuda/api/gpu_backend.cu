@@ -98,7 +98,9 @@ struct GpuKernel final : Kernel {
   }
   std::string describe() const override {
     if (dec)
-      return std::string("sm90 decode kernel: ") + dec->instruction + ", " + sm90::decode::describe_tile(cfg.block_n, cfg.stages, cfg.splits) + (cfg.dependent_launch ? ", programmatic dependent launch" : "") +
+      return std::string("sm90 decode kernel: ") + dec->instruction + ", " +
+             sm90::decode::describe_tile(cfg.block_n, cfg.stages, cfg.splits) +
+             (cfg.dependent_launch ? ", programmatic dependent launch" : "") +
              (gemm_promotes(desc.a_type) ? ", each fp8 instruction as two f16 m16n8k32 ones on operands converted in "
                                            "registers, f32 sums (sm_90 has no fp8 mma.sp; fast_accumulation changes "
                                            "nothing here)"

@@ -76,6 +76,14 @@ struct Smem {
   // read them (decode_kernel).
   __device__ __forceinline__ uint64_t* sums_full() const { return full(2 * stages); }
   __device__ __forceinline__ uint64_t* sums_read() const { return full(2 * stages + 1); }
+  // The math warps' sums after the main loop, in the first stages' A slots (free by then): word
+  // `word` of the m16n8 fragments (kWords per lane) of row group rg's math warp `part`, lane `lane`.
+  static constexpr int kWords = BlockN / 8 * 4;
+  static __device__ __forceinline__ int sum_at(int rg, int part, int word, int lane) {
+    return ((rg * kParts + part) * kWords + word) * 32 + lane;
+  }
+  static_assert(kRowGroups * kParts * kWords * 32 * 4 <= kMinStages * kABytes, "the sums fit");
+  __device__ __forceinline__ uint32_t* sums() const { return reinterpret_cast<uint32_t*>(base); }
 };
 
 // fp8 on sm_90, which has no fp8 mma.sp: each m16n8k64 instruction of the pair runs as two f16
@@ -133,13 +141,13 @@ struct Fp8AsF16 {
 };
 
 // The math warps' main loop (warp w of the math warps: rows 16rg .. 16rg + 15, the part's stages
-// s_begin + part, + kParts, ...), then their sums into `sums` (the first stages' A slots).
+// s_begin + part, + kParts, ...), then their sums into sm.sums().
 template <ElemType A, ElemType B, int BlockN>
 __device__ __forceinline__ void math_loop(const Smem<BlockN>& sm, const gemm::Params& p, int s_begin, int s_end, int w,
-                                          int lane, uint32_t* sums) {
+                                          int lane) {
   using F = sm80::Form<A, B>;
   using Acc = typename F::Acc;
-  constexpr bool kFp8 = A == ElemType::e4m3 || A == ElemType::e5m2;
+  constexpr bool kFp8 = A == ElemType::e4m3 || A == ElemType::e5m2;  // detail::gemm_promotes(A), host-only
   using State = gemm::RuntimePipelineState;
   constexpr int kNTiles = BlockN / 8;
   const int rg = w % kRowGroups, part = w / kRowGroups;
@@ -199,15 +207,13 @@ __device__ __forceinline__ void math_loop(const Smem<BlockN>& sm, const gemm::Pa
 
   // Every math warp puts its sums in the first stages' A slots, free once every math warp has left
   // the main loop (every stage of the part is consumed).
-  constexpr int kMath = 32 * kMathWarps, kWords = kNTiles * 4;
-  static_assert(kRowGroups * kParts * kWords * 32 * 4 <= kMinStages * Smem<BlockN>::kABytes, "the sums fit");
-  ptx::named_barrier_sync(1, kMath);
+  ptx::named_barrier_sync(1, kMathThreads);
 #pragma unroll
   for (int nt = 0; nt < kNTiles; ++nt)
 #pragma unroll
     for (int i = 0; i < 4; ++i)
-      sums[((rg * kParts + part) * kWords + nt * 4 + i) * 32 + lane] = reinterpret_cast<const uint32_t&>(acc[nt][i]);
-  ptx::named_barrier_sync(1, kMath);
+      sm.sums()[Smem<BlockN>::sum_at(rg, part, nt * 4 + i, lane)] = reinterpret_cast<const uint32_t&>(acc[nt][i]);
+  ptx::named_barrier_sync(1, kMathThreads);
 }
 
 // Split: built for split K (p.splits parts); without, p.splits is 1 and the kernel has none of its
@@ -220,7 +226,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   using F = sm80::Form<A, B>;
   using Acc = typename F::Acc;
   using State = gemm::RuntimePipelineState;
-  constexpr int kNTiles = BlockN / 8;
   extern __shared__ uint8_t smem_raw[];
   const Smem<BlockN> sm(smem_raw, p.decode_stages);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -243,8 +248,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int batch = p.batch0 + static_cast<int>(blockIdx.y);
   const int stages = static_cast<int>(k_stages(p.meta_groups));
   const int s_begin = min(stages, split * p.stages_per_split), s_end = min(stages, s_begin + p.stages_per_split);
-  constexpr int kMath = 32 * kMathWarps, kWords = kNTiles * 4;
-  uint32_t* sums = reinterpret_cast<uint32_t*>(sm.base);  // [row group][part][word][lane]
 
   if (warp < kLoadWarps) {
     // ------------------------------------------------------------ producers: warp 0 A, 1 B, 2 metadata
@@ -272,7 +275,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     return;
   }
-  math_loop<A, B, BlockN>(sm, p, s_begin, s_end, warp - kLoadWarps, lane, sums);
+  math_loop<A, B, BlockN>(sm, p, s_begin, s_end, warp - kLoadWarps, lane);
 
   // -------------------------------------------------------------- the parts' sums and the epilogue
   // Each element of the tile is added up over the math warps' parts and the split parts in their
@@ -291,42 +294,39 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     return;
   }
-  {
-    if (splits > 1) ptx::mbar_wait_cluster(sm.sums_full(), 0);
-    const uint32_t* part_sums[kMaxSplits];
+  if (splits > 1) ptx::mbar_wait_cluster(sm.sums_full(), 0);
+  const uint32_t* part_sums[kMaxSplits];
 #pragma unroll
-    for (int j = 0; j < kMaxSplits; ++j) part_sums[j] = j == 0 ? sums : j < splits ? ptx::in_cta(sums, j) : nullptr;
-    ptx::wait_prior_grids();  // the kernel before may read C or D
-    const bool cm = p.cd_col_major;
+  for (int j = 0; j < kMaxSplits; ++j) part_sums[j] = j == 0 ? sm.sums() : j < splits ? ptx::in_cta(sm.sums(), j) : nullptr;
+  ptx::wait_prior_grids();  // the kernel before may read C or D
+  const bool cm = p.cd_col_major;
 #pragma unroll 1
-    for (int x = threadIdx.x - 32 * kLoadWarps; x < kBlockM * BlockN; x += kMath) {
-      const int r = cm ? x % kBlockM : x / BlockN, c = cm ? x / kBlockM : x % BlockN;
-      const int row = m0 + r, col = n0 + c;
-      if (row >= p.m || col >= p.n) continue;
-      // The element's place in the m16n8 fragments: row group, lane, word.
-      const int at_lane = (r % 8) * 4 + (c % 8) / 2, word = (c / 8) * 4 + ((r % 16) / 8) * 2 + c % 2;
-      const int at = ((r / 16) * kParts * kWords + word) * 32 + at_lane;
-      Acc v = 0;
+  for (int x = threadIdx.x - 32 * kLoadWarps; x < kBlockM * BlockN; x += kMathThreads) {
+    const int r = cm ? x % kBlockM : x / BlockN, c = cm ? x / kBlockM : x % BlockN;
+    const int row = m0 + r, col = n0 + c;
+    if (row >= p.m || col >= p.n) continue;
+    // The element's place in the m16n8 fragments: row group, lane, word.
+    const int at_lane = (r % 8) * 4 + (c % 8) / 2, word = (c / 8) * 4 + ((r % 16) / 8) * 2 + c % 2;
+    Acc v = 0;
 #pragma unroll
-      for (int j = 0; j < kMaxSplits; ++j) {
-        if (j == splits) break;
+    for (int j = 0; j < kMaxSplits; ++j) {
+      if (j == splits) break;
 #pragma unroll
-        for (int k = 0; k < kParts; ++k) {
-          const uint32_t u = part_sums[j][at + k * kWords * 32];
-          if constexpr (std::is_same_v<Acc, float>) v += __uint_as_float(u);
-          else v += u;
-        }
+      for (int k = 0; k < kParts; ++k) {
+        const uint32_t u = part_sums[j][Smem<BlockN>::sum_at(r / 16, k, word, at_lane)];
+        if constexpr (std::is_same_v<Acc, float>) v += __uint_as_float(u);
+        else v += u;
       }
-      gemm::epilogue_store<Acc>(p, batch, row, col, reinterpret_cast<const uint32_t&>(v));
     }
-    if (splits > 1) {
-      // Every math thread has read the parts' sums (its loads returned: their values are in D's
-      // stores): the parts may leave. Relaxed: nothing to publish, and a release would wait for
-      // this thread's stores of D.
-      ptx::named_barrier_sync(1, kMath);
-      if (first)
-        for (int j = 1; j < splits; ++j) ptx::mbar_arrive_cluster_if(true, ptx::in_cta(sm.sums_read(), j));
-    }
+    gemm::epilogue_store<Acc>(p, batch, row, col, reinterpret_cast<const uint32_t&>(v));
+  }
+  if (splits > 1) {
+    // Every math thread has read the parts' sums (its loads returned: their values are in D's
+    // stores): the parts may leave. Relaxed: nothing to publish, and a release would wait for
+    // this thread's stores of D.
+    ptx::named_barrier_sync(1, kMathThreads);
+    if (first)
+      for (int j = 1; j < splits; ++j) ptx::mbar_arrive_cluster_if(true, ptx::in_cta(sm.sums_read(), j));
   }
 #else
   __trap();

@@ -21,6 +21,7 @@ constexpr int kRowGroups = kBlockM / 16;
 // overlaps the next stage's.
 constexpr int kParts = 2;
 constexpr int kMathWarps = kRowGroups * kParts;
+constexpr int kMathThreads = 32 * kMathWarps;
 // Producer warps, one per operand (A, B, metadata), each one thread issuing that operand's copy
 // of every stage. One thread issuing all three took ~340 cycles per stage on the H100 (clock64,
 // 2026-11-27: 16,400 cycles for the first 48 stages, all slots free), ~12 GB/s of A per CTA: a
@@ -36,8 +37,8 @@ static_assert(gemm::kRowPad % kBlockM == 0, "A's padded rows are whole decode ti
 constexpr int kGroups = 2;                      // metadata groups per stage
 constexpr int kSteps = kGroups * gemm::kMetaGroup;
 SPMMA_HD constexpr Box box_a() { return {kGroups * kARowBytes, kBlockM}; }
-SPMMA_HD constexpr Box box_meta(int meta_lanes) { return {meta_lanes * gemm::kMetaGroup * 4, kBlockM / 16}; }
-SPMMA_HD constexpr Box box_b(int block_n) { return {kBRowBytes, block_n}; }
+SPMMA_HD constexpr Box box_meta(int meta_lanes) { return sm90::box_meta(meta_lanes, kBlockM); }
+// B's boxes are the main kernel's (sm90::box_b): BlockN columns x 128 B.
 static_assert(box_a().bytes == 128 && kBRowBytes == 128, "128-byte rows: the 128-byte swizzle");
 // Shared memory per stage: A, B's and the metadata's kGroups boxes (the largest metadata box),
 // each region 1024-byte aligned as a whole (the swizzle atoms), plus the stage's two barriers.

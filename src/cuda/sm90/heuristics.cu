@@ -80,7 +80,7 @@ Config choose_decode(const MatmulDesc& d, int inst_k, int sm_count, int pinned_s
   c.decode = true;
   c.block_m = decode::kBlockM;
   c.block_n = decode::tile_width(d.n);
-  const int64_t m_pad = gemm::kRowPad * ((d.m + gemm::kRowPad - 1) / gemm::kRowPad);
+  const int64_t m_pad = gemm::padded_rows(d.m);
   const int64_t k_stages = decode::k_stages(stages_for(d, inst_k));
   const int64_t tiles = decode::ctas(m_pad, d.n, c.block_n) * d.batch;
   int want = 1;
@@ -118,7 +118,7 @@ Config choose(const MatmulDesc& d, bool promoted, int inst_k, int sm_count, cons
     return c;
   }
   if (pins.kernel == KernelFamily::automatic && !main_pinned && d.n <= kDecodeMaxN) {
-    const int64_t m_pad = gemm::kRowPad * ((d.m + gemm::kRowPad - 1) / gemm::kRowPad);
+    const int64_t m_pad = gemm::padded_rows(d.m);
     const int64_t decode_ctas = decode::ctas(m_pad, d.n, decode::tile_width(d.n)) * d.batch, tiles = m_pad / kBlockM * d.batch;
     Config c = choose_decode(d, inst_k, sm_count, 0);
     const bool wins = detail::gemm_promotes(d.a_type)
@@ -154,7 +154,7 @@ Config choose(const MatmulDesc& d, bool promoted, int inst_k, int sm_count, cons
     for (const TileWidth& t : kTileWidths)
       if ((promoted ? t.promoted : t.plain) && t.n >= d.n && t.n < c.block_n) c.block_n = t.n;
   }
-  const int64_t m_pad = gemm::kRowPad * ((d.m + gemm::kRowPad - 1) / gemm::kRowPad);
+  const int64_t m_pad = gemm::padded_rows(d.m);
   // Few tiles (less than half the SMs): the narrowest tile instead, more CTAs across N. Measured
   // on the H100 (cold L2, 2026-11-23, docs/benchmarks.md "Split K in one launch"): 4096 x N x 4096
   // at N = 256 ran 1.81x (bf16) and 2.54x (e4m3) faster on 64-wide tiles than on the 256-wide

@@ -19,10 +19,11 @@ PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
   return fn;
 }
 
-}  // namespace
-
+// A 3-D byte tensor (row bytes x rows x batch) read in boxes of box_bytes x box_rows, with the
+// 64- or 128-byte swizzle when box_bytes is 64 or 128 (none otherwise); reads past the row or
+// the rows fill zeros.
 CUtensorMap byte_map(const char* what, const void* base, int64_t row_bytes, int64_t rows, int64_t row_stride,
-                     int64_t batches, int64_t batch_stride, Box box_, bool swizzle) {
+                     int64_t batches, int64_t batch_stride, Box box_, bool swizzle = true) {
   const int box_bytes = box_.bytes, box_rows = box_.rows;
   CUtensorMap map{};
   const cuuint64_t dims[3] = {static_cast<cuuint64_t>(row_bytes), static_cast<cuuint64_t>(rows),
@@ -42,6 +43,8 @@ CUtensorMap byte_map(const char* what, const void* base, int64_t row_bytes, int6
                                  ", batch stride " + std::to_string(batch_stride));
   return map;
 }
+
+}  // namespace
 
 bool covers(ElemType a, ElemType b) {
   for (const Entry& e : entries())
@@ -82,7 +85,7 @@ AMaps encode_a(const gemm::Params& p, Box a_box) {
                     p.batch_a_bytes ? p.batch_a_bytes : p.m_pad * p.a_row_bytes, a_box);
   // Metadata: one row per 16-row block (its groups back to back), one box = one group of the
   // CTA's blocks.
-  const Box meta{p.meta_lanes * gemm::kMetaGroup * 4, a_box.rows / 16};
+  const Box meta = box_meta(p.meta_lanes, a_box.rows);
   const int64_t meta_row = p.meta_groups * meta.bytes;
   maps.meta = byte_map("A's metadata", p.meta, meta_row, p.m_pad / 16, meta_row, a_entries,
                        p.batch_meta_words ? p.batch_meta_words * 4 : p.m_pad / 16 * meta_row, meta, false);

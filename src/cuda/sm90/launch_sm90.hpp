@@ -58,12 +58,6 @@ inline int64_t ctas(int64_t m_pad, int64_t n, int block_n, int cluster = 1) {
 // it can): the address of every column must be a multiple of 16 bytes, strides below 2^40.
 std::string b_in_place_unsupported(int64_t ldb_bytes, int64_t batch, int64_t batch_b_bytes, int b_alignment);
 
-// A 3-D byte tensor (row bytes x rows x batch) read in boxes of box.bytes x box.rows, with the
-// 64- or 128-byte swizzle when box.bytes is 64 or 128 and `swizzle` (none otherwise); reads past
-// the row or the rows fill zeros. Throws spmma::Error naming `what` when the driver rejects it.
-CUtensorMap byte_map(const char* what, const void* base, int64_t row_bytes, int64_t rows, int64_t row_stride,
-                     int64_t batches, int64_t batch_stride, Box box, bool swizzle = true);
-
 // The tensor maps of A's values in boxes of a_box (box_a() for this kernel, decode::box_a() for
 // the decode kernel) and of its metadata in boxes of one group of a_box.rows / 16 blocks (they
 // depend on A's storage only, so a caller may keep them for every run on that storage), and of B

@@ -48,8 +48,11 @@ struct Box {
 };
 SPMMA_HD constexpr Box box_a() { return {kARowBytes, kBlockM}; }
 SPMMA_HD constexpr Box box_b(int block_n) { return {kBRowBytes, block_n}; }
-// One metadata group (kMetaGroup words per lane, P lanes) of each of the CTA's 16-row blocks.
-SPMMA_HD constexpr Box box_meta(int meta_lanes) { return {meta_lanes * gemm::kMetaGroup * 4, kBlockM / 16}; }
+// One metadata group (kMetaGroup words per lane, P lanes) of each of a tile's 16-row blocks (this
+// kernel's kBlockM rows, or another kernel's `rows`).
+SPMMA_HD constexpr Box box_meta(int meta_lanes, int rows = kBlockM) {
+  return {meta_lanes * gemm::kMetaGroup * 4, rows / 16};
+}
 
 // A stage's shared memory: A, B, then room for the largest metadata box.
 SPMMA_HD constexpr int stage_bytes(int block_n) {
