@@ -1468,7 +1468,25 @@ TEST_F(Robust, DecodeKernelIsChosenForSmallNOnEnoughRows) {
   EXPECT_EQ(info(4096, 16).tile_n, 16);
   EXPECT_EQ(info(4096, 8).tile_n, 8);
   EXPECT_EQ(info(4096, 1).kernel, KernelFamily::decode);
-  EXPECT_EQ(info(4096, 17).kernel, KernelFamily::sm90);  // wider than its tiles
+  // Past its widest tile (N tiles of 16, each reading A's tile) on weights whose main-kernel tiles
+  // reach at most a quarter of the SMs, K <= 4096: N <= 32 for the 16-bit types, 64 for s8.
+  EXPECT_EQ(info(4096, 17).kernel, KernelFamily::decode);
+  EXPECT_EQ(info(4096, 32).kernel, KernelFamily::decode);
+  EXPECT_EQ(info(4096, 32).tile_n, 16);
+  EXPECT_EQ(info(4096, 33).kernel, KernelFamily::sm90);
+  EXPECT_EQ(info(11008, 32).kernel, KernelFamily::sm90);  // 86 tiles of 128 rows
+  const auto wide = [&](T a, int64_t m, int64_t n, int64_t k, int64_t batch = 1) {
+    MatmulDesc d = desc_of(a, a, is_int(a) ? T::s32 : T::bf16, m, n, k);
+    d.batch = batch;
+    return Plan(*h_, d).info().kernel;
+  };
+  EXPECT_EQ(wide(T::s8, 4096, 64, 4096), KernelFamily::decode);
+  EXPECT_EQ(wide(T::s8, 4096, 65, 4096), KernelFamily::sm90);
+  EXPECT_EQ(wide(T::f16, 4096, 24, 4096), KernelFamily::decode);
+  EXPECT_EQ(wide(T::bf16, 4096, 32, 14336), KernelFamily::sm90);  // K > 4096
+  EXPECT_EQ(wide(T::bf16, 4096, 32, 4096, 2), KernelFamily::sm90);  // a batch of 2: 64 tiles
+  EXPECT_EQ(wide(T::e4m3, 4096, 32, 4096), KernelFamily::sm90);  // fp8: the main kernel
+  EXPECT_EQ(wide(T::tf32, 4096, 32, 4096), KernelFamily::sm90);  // not measured: the main kernel
   EXPECT_EQ(info(512, 16).kernel, KernelFamily::sm90);    // 16 tiles of 32 rows: split K in clusters reaches more SMs
   EXPECT_EQ(info(11008, 16).kernel, KernelFamily::decode);
   EXPECT_EQ(info(28672, 16).kernel, KernelFamily::decode);
