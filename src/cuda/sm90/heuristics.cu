@@ -56,7 +56,7 @@ constexpr int kDecodeMaxN = 16, kDecodeMaxKWide = 8192, kFp8DecodeMaxN = 8, kFp8
 // Past its widest tile, in N tiles of 16 that each stream all of A's tile: N <= 32 for the 16-bit
 // types and N <= 64 for the 8-bit integers, where the main kernel's 128-row tiles reach at most a
 // quarter of the SMs and K <= 4096. Measured on the H100 (2026-11-27 10:10 UTC, cold L2, both
-// kernels pinned, docs/benchmarks.md "The decode kernel past N = 16"): 4096 x 32 x 4096 bf16
+// kernels pinned, docs/benchmarks.md "The decode kernel past N = 16; ..."): 4096 x 32 x 4096 bf16
 // 1.13x, s8 1.21x, s8 4096 x 64 x 4096 1.14x; bf16 4096 x 64 x 4096 0.92x, 4096 x {32, 64} x
 // 14336 0.71-1.00x, the 11008-28672-row weights 0.52-0.89x, e4m3 0.34-0.89x. (One 32-wide tile,
 // A read once, ran 73.0 TFLOP/s at bf16 4096 x 32 x 4096 against the two 16-wide tiles' 71.5 of
