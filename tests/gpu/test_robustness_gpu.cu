@@ -1533,3 +1533,31 @@ TEST_F(Robust, DecodeKernelIsChosenForSmallNOnEnoughRows) {
   const std::string text = Plan(*h_, desc_of(T::bf16, T::bf16, T::bf16, 4096, 16, 4096)).describe();
   EXPECT_NE(text.find("sm90 decode kernel"), std::string::npos) << text;
 }
+
+// The main kernel's tile where its N-covering tile leaves fewer CTAs than half the SMs
+// (sm90/heuristics.cu): the narrowest (64-wide) tile, except past N = 128 with K >= 8192 where
+// the 128-wide tile in 2 parts of K fills 3/4 of the SMs or more (4096 rows on the H100's 132).
+TEST_F(Robust, MainKernelTileForFewTilesFollowsKAndRows) {
+  if (!sm90_runs()) GTEST_SKIP() << "the sm90 kernel does not run here (needs an sm_90 GPU and sm_90a machine code)";
+  int sms = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  if (sms != 132) GTEST_SKIP() << "the bounds are the H100's (132 SMs); this GPU has " << sms;
+  const auto info = [&](T a, int64_t m, int64_t n, int64_t k, PlanOptions o = {}) {
+    return Plan(*h_, desc_of(a, a, is_int(a) ? T::s32 : T::bf16, m, n, k), o).info();
+  };
+  for (T a : {T::bf16, T::e4m3, T::s8}) {
+    SCOPED_TRACE(std::string(type_name(a)));
+    EXPECT_EQ(info(a, 4096, 256, 14336).tile_n, 128);
+    EXPECT_EQ(info(a, 4096, 256, 14336).splits, 2);
+    EXPECT_EQ(info(a, 4096, 256, 8192).tile_n, 128);
+    EXPECT_EQ(info(a, 4096, 192, 14336).tile_n, 128);
+    EXPECT_EQ(info(a, 4096, 256, 4096).tile_n, 64);   // K < 8192: the narrowest, unsplit
+    EXPECT_EQ(info(a, 4096, 256, 4096).splits, 1);
+    EXPECT_EQ(info(a, 2048, 256, 14336).tile_n, 64);  // 64 CTAs in 2 parts: under 3/4 of the SMs
+    EXPECT_EQ(info(a, 4096, 128, 14336).tile_n, 64);  // N <= 128: the narrowest in 2 parts
+    EXPECT_EQ(info(a, 4096, 128, 14336).splits, 2);
+    PlanOptions splits;
+    splits.splits = 1;  // a pinned split leaves the narrowest tile
+    EXPECT_EQ(info(a, 4096, 256, 14336, splits).tile_n, 64);
+  }
+}

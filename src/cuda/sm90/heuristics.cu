@@ -31,6 +31,13 @@ constexpr int kGroupM = 32;
 constexpr int kMinStagesPerSplit = 8;
 // The narrowest tile width, taken where the tiles are few (choose()).
 constexpr int kNarrowest = 64;
+// ... except past N = 128 with a long K, where the 128-wide tile in 2 parts of K fills at least
+// 3/4 of the SMs (and at most all): it reads A twice where the 64-wide reads it 4 times (N = 256).
+// Measured on the H100 (2026-11-27 12:48-12:49 UTC, cold L2, pinned against the plan's choice of
+// then, 64-wide unsplit; docs/benchmarks.md "The decode kernel past N = 16; ..." item 7):
+// 4096 x 256 x K at K = 8192-14336 1.04-1.17x (bf16, e4m3, s8), 4096 x 192 x 14336 1.06-1.09x
+// (bf16, e4m3; s8 0.99x); at K = 4096 0.91-0.99x, and 2048 x 256 x 14336 (64 CTAs) 0.83-0.92x.
+constexpr int kWideSplitWidth = 128, kWideSplitMinK = 8192;
 
 constexpr int kClusterMinMTiles = 4;
 
@@ -177,7 +184,12 @@ Config choose(const MatmulDesc& d, bool promoted, int inst_k, int sm_count, cons
   // at N = 256 ran 1.81x (bf16) and 2.54x (e4m3) faster on 64-wide tiles than on the 256-wide
   // tile with 4 parts of K (0.90x at bf16 K = 14336 against 2 parts, 1.26x e4m3); at N = 128,
   // 64-wide with 2 parts 1.14-1.18x the 128-wide with 2.
-  if (!pins.tile_n && ctas(m_pad, d.n, c.block_n) * d.batch * 2 <= sm_count) c.block_n = kNarrowest;
+  if (!pins.tile_n && ctas(m_pad, d.n, c.block_n) * d.batch * 2 <= sm_count) {
+    const int64_t parts = ctas(m_pad, d.n, kWideSplitWidth) * d.batch * 2;  // the 128-wide tile's CTAs in 2 parts
+    const bool wide_split = !pins.splits && d.n > kWideSplitWidth && d.k >= kWideSplitMinK && parts <= sm_count &&
+                            parts * 4 >= int64_t{sm_count} * 3;
+    c.block_n = wide_split ? kWideSplitWidth : kNarrowest;
+  }
   c.stages = stages_for(c.block_n);
 
   const int64_t stages = stages_for(d, inst_k);
