@@ -1469,12 +1469,14 @@ TEST_F(Robust, DecodeKernelIsChosenForSmallNOnEnoughRows) {
   EXPECT_EQ(info(4096, 8).tile_n, 8);
   EXPECT_EQ(info(4096, 1).kernel, KernelFamily::decode);
   // Past its widest tile (N tiles of 16, each reading A's tile) on weights whose main-kernel tiles
-  // reach at most a quarter of the SMs, K <= 4096: N <= 32 for the 16-bit types, 64 for s8.
+  // reach at most a quarter of the SMs and its own at least half, K <= 4096: N <= 32 for the
+  // 16-bit types, 64 for s8.
   EXPECT_EQ(info(4096, 17).kernel, KernelFamily::decode);
   EXPECT_EQ(info(4096, 32).kernel, KernelFamily::decode);
   EXPECT_EQ(info(4096, 32).tile_n, 16);
   EXPECT_EQ(info(4096, 33).kernel, KernelFamily::sm90);
   EXPECT_EQ(info(11008, 32).kernel, KernelFamily::sm90);  // 86 tiles of 128 rows
+  EXPECT_EQ(info(1024, 32).kernel, KernelFamily::sm90);   // 64 decode CTAs: under half the SMs
   const auto wide = [&](T a, int64_t m, int64_t n, int64_t k, int64_t batch = 1) {
     MatmulDesc d = desc_of(a, a, is_int(a) ? T::s32 : T::bf16, m, n, k);
     d.batch = batch;

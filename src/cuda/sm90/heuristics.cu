@@ -62,7 +62,7 @@ int64_t per_split(int64_t stages, int64_t want) { return ((stages + want - 1) / 
 constexpr int kDecodeMaxN = 16, kDecodeMaxKWide = 8192, kFp8DecodeMaxN = 8, kFp8DecodeMaxK = 4096;
 // Past its widest tile, in N tiles of 16 that each stream all of A's tile: N <= 32 for the 16-bit
 // types and N <= 64 for the 8-bit integers, where the main kernel's 128-row tiles reach at most a
-// quarter of the SMs and K <= 4096. Measured on the H100 (2026-11-27 10:10 UTC, cold L2, both
+// quarter of the SMs, its own CTAs at least half of them (as at N <= 16) and K <= 4096. Measured on the H100 (2026-11-27 10:10 UTC, cold L2, both
 // kernels pinned, docs/benchmarks.md "The decode kernel past N = 16; ..."): 4096 x 32 x 4096 bf16
 // 1.13x, s8 1.21x, s8 4096 x 64 x 4096 1.14x; bf16 4096 x 64 x 4096 0.92x, 4096 x {32, 64} x
 // 14336 0.71-1.00x, the 11008-28672-row weights 0.52-0.89x, e4m3 0.34-0.89x. (One 32-wide tile,
@@ -135,8 +135,10 @@ Config choose(const MatmulDesc& d, bool promoted, int inst_k, int sm_count, cons
   }
   const bool int8 = memory_bits(d.a_type) == 8 && !detail::gemm_promotes(d.a_type);
   const int64_t wide_max_n = int8 ? kDecodeWideMaxN8 : memory_bits(d.a_type) == 16 ? kDecodeWideMaxN16 : 0;
+  const int64_t m_pad_rows = gemm::padded_rows(d.m);
   if (pins.kernel == KernelFamily::automatic && !main_pinned && d.n > kDecodeMaxN && d.n <= wide_max_n &&
-      d.k <= kDecodeWideMaxK && gemm::padded_rows(d.m) / kBlockM * d.batch * kDecodeWideTilesPerSm <= sm_count) {
+      d.k <= kDecodeWideMaxK && m_pad_rows / kBlockM * d.batch * kDecodeWideTilesPerSm <= sm_count &&
+      decode::ctas(m_pad_rows, d.n, decode::tile_width(d.n)) * d.batch * 2 >= sm_count) {
     Config c = choose_decode(d, inst_k, sm_count, 0);
     c.dependent_launch = pins.dependent_launch;
     return c;
