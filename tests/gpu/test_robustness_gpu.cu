@@ -329,6 +329,14 @@ MatmulDesc desc_of(T a, T b, T cd, int64_t m, int64_t n, int64_t k) {
 
 int64_t kstep(T a) { return 512 / type_info(a).bits; }
 
+// The GPU plan's choices for A and B of type a (D bf16, s32 for the integers), `batch` entries
+// sharing A.
+PlanInfo plan_info(Handle& h, T a, int64_t m, int64_t n, int64_t k, const PlanOptions& o = {}, int64_t batch = 1) {
+  MatmulDesc d = desc_of(a, a, is_int(a) ? T::s32 : T::bf16, m, n, k);
+  d.batch = batch;
+  return Plan(h, d, o).info();
+}
+
 // The context must be alive after every test: a kernel fault anywhere shows here.
 void expect_context_alive() {
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
@@ -1460,9 +1468,7 @@ TEST_F(Robust, DecodeKernelSplitKMatchesTheCpu) {
 TEST_F(Robust, DecodeKernelIsChosenForSmallNOnEnoughRows) {
   if (supported_types(*h_).empty()) GTEST_SKIP() << "no GPU";
   if (!sm90_runs()) GTEST_SKIP() << "the decode kernel is sm_90a machine code";
-  const auto info = [&](int64_t m, int64_t n, PlanOptions o = {}) {
-    return Plan(*h_, desc_of(T::bf16, T::bf16, T::bf16, m, n, 4096), o).info();
-  };
+  const auto info = [&](int64_t m, int64_t n, PlanOptions o = {}) { return plan_info(*h_, T::bf16, m, n, 4096, o); };
   EXPECT_EQ(info(4096, 16).kernel, KernelFamily::decode);
   EXPECT_EQ(info(4096, 16).tile_m, 32);
   EXPECT_EQ(info(4096, 16).tile_n, 16);
@@ -1477,18 +1483,13 @@ TEST_F(Robust, DecodeKernelIsChosenForSmallNOnEnoughRows) {
   EXPECT_EQ(info(4096, 33).kernel, KernelFamily::sm90);
   EXPECT_EQ(info(11008, 32).kernel, KernelFamily::sm90);  // 86 tiles of 128 rows
   EXPECT_EQ(info(1024, 32).kernel, KernelFamily::sm90);   // 64 decode CTAs: under half the SMs
-  const auto wide = [&](T a, int64_t m, int64_t n, int64_t k, int64_t batch = 1) {
-    MatmulDesc d = desc_of(a, a, is_int(a) ? T::s32 : T::bf16, m, n, k);
-    d.batch = batch;
-    return Plan(*h_, d).info().kernel;
-  };
-  EXPECT_EQ(wide(T::s8, 4096, 64, 4096), KernelFamily::decode);
-  EXPECT_EQ(wide(T::s8, 4096, 65, 4096), KernelFamily::sm90);
-  EXPECT_EQ(wide(T::f16, 4096, 24, 4096), KernelFamily::decode);
-  EXPECT_EQ(wide(T::bf16, 4096, 32, 14336), KernelFamily::sm90);  // K > 4096
-  EXPECT_EQ(wide(T::bf16, 4096, 32, 4096, 2), KernelFamily::sm90);  // a batch of 2: 64 tiles
-  EXPECT_EQ(wide(T::e4m3, 4096, 32, 4096), KernelFamily::sm90);  // fp8: the main kernel
-  EXPECT_EQ(wide(T::tf32, 4096, 32, 4096), KernelFamily::sm90);  // not measured: the main kernel
+  EXPECT_EQ(plan_info(*h_, T::s8, 4096, 64, 4096).kernel, KernelFamily::decode);
+  EXPECT_EQ(plan_info(*h_, T::s8, 4096, 65, 4096).kernel, KernelFamily::sm90);
+  EXPECT_EQ(plan_info(*h_, T::f16, 4096, 24, 4096).kernel, KernelFamily::decode);
+  EXPECT_EQ(plan_info(*h_, T::bf16, 4096, 32, 14336).kernel, KernelFamily::sm90);  // K > 4096
+  EXPECT_EQ(plan_info(*h_, T::bf16, 4096, 32, 4096, {}, 2).kernel, KernelFamily::sm90);  // a batch of 2: 64 tiles
+  EXPECT_EQ(plan_info(*h_, T::e4m3, 4096, 32, 4096).kernel, KernelFamily::sm90);  // fp8: the main kernel
+  EXPECT_EQ(plan_info(*h_, T::tf32, 4096, 32, 4096).kernel, KernelFamily::sm90);  // not measured: the main kernel
   EXPECT_EQ(info(512, 16).kernel, KernelFamily::sm90);    // 16 tiles of 32 rows: split K in clusters reaches more SMs
   EXPECT_EQ(info(11008, 16).kernel, KernelFamily::decode);
   EXPECT_EQ(info(28672, 16).kernel, KernelFamily::decode);
@@ -1496,7 +1497,7 @@ TEST_F(Robust, DecodeKernelIsChosenForSmallNOnEnoughRows) {
   // A long K on a weight of at most one tile per SM: split K in 2 for the 16-bit types (K = 14336,
   // 112 stages), the decode kernel then also at N > 8; with more tiles than SMs, 16-bit N > 8
   // stays on the main kernel; s8 takes the decode kernel unsplit.
-  const auto long_k = [&](T a, int64_t m, int64_t n) { return Plan(*h_, desc_of(a, a, is_int(a) ? T::s32 : T::bf16, m, n, 14336)).info(); };
+  const auto long_k = [&](T a, int64_t m, int64_t n) { return plan_info(*h_, a, m, n, 14336); };
   EXPECT_EQ(long_k(T::bf16, 4096, 16).kernel, KernelFamily::decode);
   EXPECT_EQ(long_k(T::bf16, 4096, 16).splits, 2);
   EXPECT_EQ(long_k(T::bf16, 4096, 8).splits, 2);
@@ -1509,11 +1510,11 @@ TEST_F(Robust, DecodeKernelIsChosenForSmallNOnEnoughRows) {
   EXPECT_EQ(long_k(T::e4m3, 4096, 8).splits, 1);
   EXPECT_EQ(long_k(T::e4m3, 4096, 16).kernel, KernelFamily::sm90);  // fp8 at N = 16: K <= 4096
   // fp8: N <= 8 anywhere, N = 16 on weights of at most 1/3 of the SMs' worth of main-kernel tiles.
-  EXPECT_EQ(Plan(*h_, desc_of(T::e4m3, T::e4m3, T::bf16, 4096, 16, 4096)).info().kernel, KernelFamily::decode);
-  EXPECT_EQ(Plan(*h_, desc_of(T::e4m3, T::e4m3, T::bf16, 4096, 8, 4096)).info().kernel, KernelFamily::decode);
-  EXPECT_EQ(Plan(*h_, desc_of(T::e4m3, T::e4m3, T::bf16, 11008, 8, 4096)).info().kernel, KernelFamily::decode);
-  EXPECT_EQ(Plan(*h_, desc_of(T::e4m3, T::e4m3, T::bf16, 11008, 16, 4096)).info().kernel, KernelFamily::sm90);  // fp8 wgmma
-  EXPECT_EQ(Plan(*h_, desc_of(T::s8, T::s8, T::s32, 4096, 16, 4096)).info().kernel, KernelFamily::decode);
+  EXPECT_EQ(plan_info(*h_, T::e4m3, 4096, 16, 4096).kernel, KernelFamily::decode);
+  EXPECT_EQ(plan_info(*h_, T::e4m3, 4096, 8, 4096).kernel, KernelFamily::decode);
+  EXPECT_EQ(plan_info(*h_, T::e4m3, 11008, 8, 4096).kernel, KernelFamily::decode);
+  EXPECT_EQ(plan_info(*h_, T::e4m3, 11008, 16, 4096).kernel, KernelFamily::sm90);  // fp8 wgmma
+  EXPECT_EQ(plan_info(*h_, T::s8, 4096, 16, 4096).kernel, KernelFamily::decode);
   PlanOptions main;
   main.kernel = KernelFamily::sm90;
   EXPECT_EQ(info(4096, 16, main).kernel, KernelFamily::sm90);
@@ -1544,9 +1545,7 @@ TEST_F(Robust, MainKernelTileForFewTilesFollowsKAndRows) {
   int sms = 0;
   ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
   if (sms != 132) GTEST_SKIP() << "the bounds are the H100's (132 SMs); this GPU has " << sms;
-  const auto info = [&](T a, int64_t m, int64_t n, int64_t k, PlanOptions o = {}) {
-    return Plan(*h_, desc_of(a, a, is_int(a) ? T::s32 : T::bf16, m, n, k), o).info();
-  };
+  const auto info = [&](T a, int64_t m, int64_t n, int64_t k, PlanOptions o = {}) { return plan_info(*h_, a, m, n, k, o); };
   for (T a : {T::bf16, T::e4m3, T::s8}) {
     SCOPED_TRACE(std::string(type_name(a)));
     EXPECT_EQ(info(a, 4096, 256, 14336).tile_n, 128);

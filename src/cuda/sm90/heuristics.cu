@@ -62,12 +62,13 @@ int64_t per_split(int64_t stages, int64_t want) { return ((stages + want - 1) / 
 constexpr int kDecodeMaxN = 16, kDecodeMaxKWide = 8192, kFp8DecodeMaxN = 8, kFp8DecodeMaxK = 4096;
 // Past its widest tile, in N tiles of 16 that each stream all of A's tile: N <= 32 for the 16-bit
 // types and N <= 64 for the 8-bit integers, where the main kernel's 128-row tiles reach at most a
-// quarter of the SMs, its own CTAs at least half of them (as at N <= 16) and K <= 4096. Measured on the H100 (2026-11-27 10:10 UTC, cold L2, both
-// kernels pinned, docs/benchmarks.md "The decode kernel past N = 16; ..."): 4096 x 32 x 4096 bf16
-// 1.13x, s8 1.21x, s8 4096 x 64 x 4096 1.14x; bf16 4096 x 64 x 4096 0.92x, 4096 x {32, 64} x
-// 14336 0.71-1.00x, the 11008-28672-row weights 0.52-0.89x, e4m3 0.34-0.89x. (One 32-wide tile,
-// A read once, ran 73.0 TFLOP/s at bf16 4096 x 32 x 4096 against the two 16-wide tiles' 71.5 of
-// the 10:10 call, and slower than them on the larger weights, 12:28 UTC: not built.)
+// quarter of the SMs, its own CTAs at least half of them (as at N <= 16) and K <= 4096. Measured
+// on the H100 (2026-11-27 10:10 UTC, cold L2, both kernels pinned, docs/benchmarks.md "The decode
+// kernel past N = 16; ..."): 4096 x 32 x 4096 bf16 1.13x, s8 1.21x, s8 4096 x 64 x 4096 1.14x;
+// bf16 4096 x 64 x 4096 0.92x, 4096 x {32, 64} x 14336 0.71-1.00x, the 11008-28672-row weights
+// 0.52-0.89x, e4m3 0.34-0.89x. (One 32-wide tile, A read once, ran 73.0 TFLOP/s at bf16 4096 x
+// 32 x 4096 against the two 16-wide tiles' 71.5 of the 10:10 call, and slower than them on the
+// larger weights, 12:28 UTC: not built.)
 constexpr int kDecodeWideMaxN16 = 32, kDecodeWideMaxN8 = 64, kDecodeWideMaxK = 4096, kDecodeWideTilesPerSm = 4;
 
 // Shared memory an SM gives its CTAs (the H100's 228 KB, 1 KB of it reserved per CTA) and the
@@ -133,21 +134,14 @@ Config choose(const MatmulDesc& d, bool promoted, int inst_k, int sm_count, cons
     c.dependent_launch = pins.dependent_launch;
     return c;
   }
+  const int64_t m_pad = gemm::padded_rows(d.m);
   const bool int8 = memory_bits(d.a_type) == 8 && !detail::gemm_promotes(d.a_type);
   const int64_t wide_max_n = int8 ? kDecodeWideMaxN8 : memory_bits(d.a_type) == 16 ? kDecodeWideMaxN16 : 0;
-  const int64_t m_pad_rows = gemm::padded_rows(d.m);
-  if (pins.kernel == KernelFamily::automatic && !main_pinned && d.n > kDecodeMaxN && d.n <= wide_max_n &&
-      d.k <= kDecodeWideMaxK && m_pad_rows / kBlockM * d.batch * kDecodeWideTilesPerSm <= sm_count &&
-      decode::ctas(m_pad_rows, d.n, decode::tile_width(d.n)) * d.batch * 2 >= sm_count) {
-    Config c = choose_decode(d, inst_k, sm_count, 0);
-    c.dependent_launch = pins.dependent_launch;
-    return c;
-  }
-  if (pins.kernel == KernelFamily::automatic && !main_pinned && d.n <= kDecodeMaxN) {
-    const int64_t m_pad = gemm::padded_rows(d.m);
+  if (pins.kernel == KernelFamily::automatic && !main_pinned && d.n <= std::max<int64_t>(kDecodeMaxN, wide_max_n)) {
     const int64_t decode_ctas = decode::ctas(m_pad, d.n, decode::tile_width(d.n)) * d.batch, tiles = m_pad / kBlockM * d.batch;
     Config c = choose_decode(d, inst_k, sm_count, 0);
-    const bool wins = detail::gemm_promotes(d.a_type)
+    const bool wins = d.n > kDecodeMaxN ? d.k <= kDecodeWideMaxK && tiles * kDecodeWideTilesPerSm <= sm_count
+                      : detail::gemm_promotes(d.a_type)
                           ? d.n <= kFp8DecodeMaxN || (d.k <= kFp8DecodeMaxK && tiles * 3 <= sm_count)
                           : d.n <= 8 || d.k <= kDecodeMaxKWide || memory_bits(d.a_type) == 8 || c.splits > 1;
     if (decode_ctas * 2 >= sm_count && wins) {
@@ -180,7 +174,6 @@ Config choose(const MatmulDesc& d, bool promoted, int inst_k, int sm_count, cons
     for (const TileWidth& t : kTileWidths)
       if ((promoted ? t.promoted : t.plain) && t.n >= d.n && t.n < c.block_n) c.block_n = t.n;
   }
-  const int64_t m_pad = gemm::padded_rows(d.m);
   // Few tiles (less than half the SMs): the narrowest tile instead, more CTAs across N. Measured
   // on the H100 (cold L2, 2026-11-23, docs/benchmarks.md "Split K in one launch"): 4096 x N x 4096
   // at N = 256 ran 1.81x (bf16) and 2.54x (e4m3) faster on 64-wide tiles than on the 256-wide
