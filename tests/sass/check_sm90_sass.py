@@ -16,7 +16,10 @@ main loop promises and ptxas could silently undo (issue 10, item 1; docs/layouts
                       tile up to 192 columns and half of it at 256;
   every kernel        no local memory (spills);
   decode kernels      (sm90/decode.cuh) no local memory either (ptxas spilled the fp8 ones under
-                      tighter launch bounds), and their mma.sp as HMMA.SP or IMMA.SP.
+                      tighter launch bounds), their mma.sp as HMMA.SP or IMMA.SP, and registers
+                      for kMaxCtasPerSm CTAs per SM (sm90/decode_tiles.hpp), the CTAs per SM the
+                      plan sizes their pipelines for (unbounded, the fp8 ones took 80 at N = 16
+                      after their stage was split by metadata group: 3 CTAs per SM).
 
 Usage: check_sm90_sass.py CUOBJDUMP BINARY TILES_HPP"""
 import os
@@ -110,6 +113,30 @@ def check(name, body, block_n, promoted, w):
     return errors
 
 
+def decode_reg_limit(tiles_hpp):
+    """Registers per thread with which kMaxCtasPerSm decode CTAs of kThreads fit an SM's 64 K
+    (allocated per warp in units of 256: multiples of 8 per thread), from decode_tiles.hpp beside
+    tiles.hpp: its integer constants (constexpr int A = expr, B = expr;) evaluated in order, those
+    that name another header's constants (gemm::...) left out."""
+    text = open(os.path.join(os.path.dirname(tiles_hpp), "decode_tiles.hpp")).read()
+    env = {}
+    for decl in re.findall(r"^constexpr int (k\w+ = [^;{]+);", text, re.M):
+        for name, expr in re.findall(r"(k\w+) = ([^,]+)", decl):
+            if "::" not in expr:
+                env[name] = int(eval(expr.replace("/", "//"), {"__builtins__": {}}, env))
+    if "kThreads" not in env or "kMaxCtasPerSm" not in env:
+        sys.exit(f"no kThreads or kMaxCtasPerSm in decode_tiles.hpp beside {tiles_hpp}")
+    return 65536 // (env["kThreads"] * env["kMaxCtasPerSm"]) // 8 * 8, env["kMaxCtasPerSm"]
+
+
+def registers(cuobjdump, binary, env):
+    """Registers per thread of each function (cuobjdump -res-usage)."""
+    r = subprocess.run([cuobjdump, "-res-usage", "-arch", "sm_90a", binary], capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        sys.exit(f"{cuobjdump} -res-usage {binary} failed: {r.stderr.strip()}")
+    return dict(re.findall(r"Function (\S+):\s*\n\s*REG:(\d+)", r.stdout))
+
+
 def main():
     if len(sys.argv) != 4:
         sys.exit(__doc__)
@@ -137,6 +164,8 @@ def main():
     if not seen:
         sys.exit(f"no sm90 spgemm_kernel in {sys.argv[2]}: nothing checked")
     decode = set()
+    reg_limit, per_sm = decode_reg_limit(sys.argv[3])
+    regs = registers(sys.argv[1], sys.argv[2], env)
     for name, body in functions(r.stdout):
         m = DECODE.search(name)
         if not m or name in decode:
@@ -145,6 +174,10 @@ def main():
         errors = [f"'{i}': local memory" for i in body if re.match(r"(@!?U?P\d+\s+)?(LDL|STL)\b", i)][:1]
         if not any(re.match(r"[HI]MMA\.SP\b", i) for i in body):
             errors.append("no HMMA.SP / IMMA.SP")
+        if name not in regs:
+            errors.append("no register count (cuobjdump -res-usage)")
+        elif int(regs[name]) > reg_limit:
+            errors.append(f"{regs[name]} registers per thread: fewer than {per_sm} CTAs per SM (at most {reg_limit})")
         if errors:
             failed += 1
             print(f"FAIL decode kernel ElemType {m.group(1)} x {m.group(2)}, tile 32x{m.group(3)}"

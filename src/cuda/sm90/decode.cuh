@@ -11,12 +11,13 @@
 //                 A (32 rows x 128 B of the main kernel's tensor layout), B's two (BlockN
 //                 columns x 128 B), the metadata's two groups; a pipeline as deep as the plan
 //                 gives it (the same bytes in flight per SM whatever the number of CTAs per SM);
-//   math          warps 3 .. 6: two row groups of 16 rows, each stage taken by one warp of each
-//                 (kParts warps per row group in turn), mma.sp m16n8 per 8 columns from shared
-//                 memory (ldmatrix, the swizzles the copies wrote); the parts' sums added up in
-//                 a fixed order at the end. sm_90 has no fp8 mma.sp: each fp8 instruction runs
-//                 as two f16 ones on operands converted in the thread's registers (Fp8AsF16),
-//                 f32 sums, so fp8 needs no promotion here and its sums keep more bits than the
+//   math          warps 3 .. 6: kParts pairs taking the stages in turn, each warp of a pair one
+//                 of the stage's two metadata groups over both row groups of 16 rows (a B
+//                 fragment serves 32 rows), mma.sp m16n8 per 8 columns from shared memory
+//                 (ldmatrix, the swizzles the copies wrote); the warps' sums added up in a fixed
+//                 order at the end. sm_90 has no fp8 mma.sp: each fp8 instruction runs as two
+//                 f16 ones on operands converted in the thread's registers (Fp8AsF16), f32
+//                 sums, so fp8 needs no promotion here and its sums keep more bits than the
 //                 main kernel's;
 //   split K       where a weight has few tiles (heuristics.cu; the kernel built with Split), the
 //                 tile's stages in parts, one per CTA of a cluster (rank = part); the parts' sums
@@ -77,12 +78,12 @@ struct Smem {
   __device__ __forceinline__ uint64_t* sums_full() const { return full(2 * stages); }
   __device__ __forceinline__ uint64_t* sums_read() const { return full(2 * stages + 1); }
   // The math warps' sums after the main loop, in the first stages' A slots (free by then): word
-  // `word` of the m16n8 fragments (kWords per lane) of row group rg's math warp `part`, lane `lane`.
+  // `word` of the m16n8 fragments (kWords per lane) of row group rg, math warp w, lane `lane`.
   static constexpr int kWords = BlockN / 8 * 4;
-  static __device__ __forceinline__ int sum_at(int rg, int part, int word, int lane) {
-    return ((rg * kParts + part) * kWords + word) * 32 + lane;
+  static __device__ __forceinline__ int sum_at(int rg, int w, int word, int lane) {
+    return ((rg * kMathWarps + w) * kWords + word) * 32 + lane;
   }
-  static_assert(kRowGroups * kParts * kWords * 32 * 4 <= kMinStages * kABytes, "the sums fit");
+  static_assert(kRowGroups * kMathWarps * kWords * 32 * 4 <= kMinStages * kABytes, "the sums fit");
   __device__ __forceinline__ uint32_t* sums() const { return reinterpret_cast<uint32_t*>(base); }
 };
 
@@ -111,18 +112,17 @@ struct Fp8AsF16 {
     a |= a >> 4, b |= b >> 4;  // bytes 0 and 2: nibbles (0, 2) and (4, 6) of the chosen parity
     return __byte_perm(a, b, 0x6420);
   }
-  // One fp8 instruction (A fragment af, metadata words mw[t'] of the fp8 lanes 4g + t') on
-  // kNTiles B tiles at b_row (B's row g of the first tile, at this instruction's 64 bytes of K,
-  // the 8 bytes of half t / 2 of its first 16-byte chunk; chunks swizzled by g).
+  // One fp8 instruction over the tile's row groups (A fragments af[rg], metadata words mw[rg][t']
+  // of the fp8 lanes 4g + t' of row group rg) on kNTiles B tiles at b_row (B's row g of the first
+  // tile, at this instruction's 64 bytes of K, the 8 bytes of half t / 2 of its first 16-byte
+  // chunk; chunks swizzled by g). Each B register is loaded and converted once for all row groups.
   template <int kNTiles>
-  static __device__ __forceinline__ void mma(float (&acc)[kNTiles][4], const uint32_t (&af)[4], const uint32_t (&mw)[4],
-                                             uint32_t b_row, int chunk0, int g, int t) {
+  static __device__ __forceinline__ void mma(float (&acc)[kRowGroups][kNTiles][4], const uint32_t (&af)[kRowGroups][4],
+                                             const uint32_t (&mw)[kRowGroups][4], uint32_t b_row, int chunk0, int g, int t) {
     const uint32_t sel = t & 1 ? 0x7632u : 0x5410u;  // the pair at byte 2(t % 2) of each word
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const uint32_t a16[4] = {ptx::fp8x2_lo_to_f16x2<A>(af[2 * h]), ptx::fp8x2_lo_to_f16x2<A>(af[2 * h + 1]),
-                               ptx::fp8x2_hi_to_f16x2<A>(af[2 * h]), ptx::fp8x2_hi_to_f16x2<A>(af[2 * h + 1])};
-      const uint32_t e = meta(mw[2 * h], mw[2 * h + 1], t);
+      uint32_t b16[kNTiles][4];
 #pragma unroll
       for (int nt = 0; nt < kNTiles; ++nt) {
         uint32_t lo[2], hi[2];
@@ -132,16 +132,23 @@ struct Fp8AsF16 {
           asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];\n" : "=r"(lo[i]), "=r"(hi[i]) : "r"(at));
         }
         const uint32_t x0 = __byte_perm(lo[0], hi[0], sel), x1 = __byte_perm(lo[1], hi[1], sel);
-        const uint32_t b16[4] = {ptx::fp8x2_lo_to_f16x2<B>(x0), ptx::fp8x2_lo_to_f16x2<B>(x1), ptx::fp8x2_hi_to_f16x2<B>(x0),
-                                 ptx::fp8x2_hi_to_f16x2<B>(x1)};
-        F16::mma(acc[nt], a16, b16, e);
+        b16[nt][0] = ptx::fp8x2_lo_to_f16x2<B>(x0), b16[nt][1] = ptx::fp8x2_lo_to_f16x2<B>(x1);
+        b16[nt][2] = ptx::fp8x2_hi_to_f16x2<B>(x0), b16[nt][3] = ptx::fp8x2_hi_to_f16x2<B>(x1);
+      }
+#pragma unroll
+      for (int rg = 0; rg < kRowGroups; ++rg) {
+        const uint32_t a16[4] = {ptx::fp8x2_lo_to_f16x2<A>(af[rg][2 * h]), ptx::fp8x2_lo_to_f16x2<A>(af[rg][2 * h + 1]),
+                                 ptx::fp8x2_hi_to_f16x2<A>(af[rg][2 * h]), ptx::fp8x2_hi_to_f16x2<A>(af[rg][2 * h + 1])};
+        const uint32_t e = meta(mw[rg][2 * h], mw[rg][2 * h + 1], t);
+#pragma unroll
+        for (int nt = 0; nt < kNTiles; ++nt) F16::mma(acc[rg][nt], a16, b16[nt], e);
       }
     }
   }
 };
 
-// The math warps' main loop (warp w of the math warps: rows 16rg .. 16rg + 15, the part's stages
-// s_begin + part, + kParts, ...), then their sums into sm.sums().
+// The math warps' main loop (math warp w: metadata group grp of the stages s_begin + part,
+// + kParts, ..., over both row groups), then their sums into sm.sums().
 template <ElemType A, ElemType B, int BlockN>
 __device__ __forceinline__ void math_loop(const Smem<BlockN>& sm, const gemm::Params& p, int s_begin, int s_end, int w,
                                           int lane) {
@@ -149,55 +156,70 @@ __device__ __forceinline__ void math_loop(const Smem<BlockN>& sm, const gemm::Pa
   using Acc = typename F::Acc;
   constexpr bool kFp8 = A == ElemType::e4m3 || A == ElemType::e5m2;  // detail::gemm_promotes(A), host-only
   using State = gemm::RuntimePipelineState;
-  constexpr int kNTiles = BlockN / 8;
-  const int rg = w % kRowGroups, part = w / kRowGroups;
+  constexpr int kNTiles = BlockN / 8, kMG = gemm::kMetaGroup;
+  constexpr int kRowGroupA = 16 * box_a().bytes;  // A's next 16 rows in a stage
+  const int part = w / kGroups, grp = w % kGroups;
   const int g = lane / 4, t = lane % 4, q = lane / 8, r8 = lane % 8;
   // ldmatrix addresses inside a stage, on the copies' 128-byte swizzle (16-byte chunk c of a
-  // 128-byte row r at chunk c ^ (r % 8)): instruction j's 32 bytes of A are chunks 2j, 2j + 1 of
-  // its rows; its 64 bytes of B chunks 4(j % 2) .. + 3 of B's box j / 2.
-  uint32_t a_ld[kSteps], b_ld[kSteps];
+  // 128-byte row r at chunk c ^ (r % 8)): the warp's instruction j = kMG·grp + i takes chunks 2j,
+  // 2j + 1 of A's rows (row group 0; row group 1 kRowGroupA further, the same swizzle), and its 64
+  // bytes of B are chunks 4i .. 4i + 3 of B's box grp.
+  uint32_t a_ld[kMG], b_ld[kMG];
 #pragma unroll
-  for (int j = 0; j < kSteps; ++j) {
-    a_ld[j] = (16 * rg + (q % 2) * 8 + r8) * box_a().bytes + (((j * 2 + q / 2) ^ r8) * 16);
-    b_ld[j] = (j / gemm::kMetaGroup) * Smem<BlockN>::kBBox + r8 * kBRowBytes + ((((j % 2) * 4 + q) ^ r8) * 16);
+  for (int i = 0; i < kMG; ++i) {
+    const int j = kMG * grp + i;
+    a_ld[i] = ((q % 2) * 8 + r8) * box_a().bytes + (((j * 2 + q / 2) ^ r8) * 16);
+    b_ld[i] = grp * Smem<BlockN>::kBBox + r8 * kBRowBytes + (((i * 4 + q) ^ r8) * 16);
   }
-  // This thread's metadata words: selector 0 names lanes t < L of each quad (the others pass a
-  // copy, which the hardware ignores).
+  // This thread's metadata words in the group's box (row group 0; row group 1 P groups further):
+  // selector 0 names lanes t < L of each quad (the others pass a copy, which the hardware ignores).
   const int P = p.meta_lanes, L = P / 8;
-  const int meta_word = (rg * P + g * L + (kFp8 ? 0 : min(t, L - 1))) * gemm::kMetaGroup;  // fp8: all 4 of the quad
+  const int meta_word = grp * (Smem<BlockN>::kMetaBox / 4) + (g * L + (kFp8 ? 0 : min(t, L - 1))) * kMG;  // fp8: all 4 of the quad
+  const int meta_rg = P * kMG;
 
-  Acc acc[kNTiles][4];
+  Acc acc[kRowGroups][kNTiles][4];
 #pragma unroll
-  for (int i = 0; i < kNTiles; ++i)
+  for (int rg = 0; rg < kRowGroups; ++rg)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) acc[i][e] = 0;
+    for (int i = 0; i < kNTiles; ++i)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[rg][i][e] = 0;
 
   State st = State::consumer_start(sm.stages);
   st.advance(part);
 #pragma unroll 1
   for (int s = s_begin + part; s < s_end; s += kParts, st.advance(kParts)) {
     ptx::mbar_wait(sm.full(st.index), st.phase);
-    const uint32_t* meta = sm.meta_ptr(st.index) + meta_word;
-    // The last stage of an odd number of groups holds one: its second box is zeros, whose
-    // metadata (zero words) names no valid pair.
-    const int steps = kGroups * s + 1 < p.meta_groups ? kSteps : gemm::kMetaGroup;
+    // The last stage of an odd number of groups holds one: its second box is zeros, which the
+    // warp of that group skips.
+    if (kGroups * s + grp < p.meta_groups) {
+      const uint32_t* meta = sm.meta_ptr(st.index) + meta_word;
 #pragma unroll
-    for (int j = 0; j < kSteps; ++j) {
-      if (j == steps) break;
-      uint32_t af[4], bf[4];
-      ptx::ldmatrix_x4(af, sm.a(st.index) + a_ld[j]);
-      const uint32_t* mj = meta + (j / gemm::kMetaGroup) * (Smem<BlockN>::kMetaBox / 4) + j % gemm::kMetaGroup;
-      if constexpr (kFp8) {
-        // The quad's four words of this instruction (lane t' at t' * kMetaGroup), B's row g at
-        // the instruction's 64 bytes: box j / 2, chunks 4(j % 2) ...
-        const uint32_t mw[4] = {mj[0], mj[gemm::kMetaGroup], mj[2 * gemm::kMetaGroup], mj[3 * gemm::kMetaGroup]};
-        const uint32_t b_row = sm.b(st.index) + (j / gemm::kMetaGroup) * Smem<BlockN>::kBBox + g * kBRowBytes + 8 * (t / 2);
-        Fp8AsF16<A, B>::template mma<kNTiles>(acc, af, mw, b_row, (j % 2) * 4, g, t);
-      } else {
+      for (int i = 0; i < kMG; ++i) {
+        uint32_t af[kRowGroups][4];
 #pragma unroll
-        for (int nt = 0; nt < kNTiles; ++nt) {
-          ptx::ldmatrix_x4(bf, sm.b(st.index) + b_ld[j] + nt * 8 * kBRowBytes);
-          F::mma(acc[nt], af, bf, *mj);
+        for (int rg = 0; rg < kRowGroups; ++rg) ptx::ldmatrix_x4(af[rg], sm.a(st.index) + a_ld[i] + rg * kRowGroupA);
+        if constexpr (kFp8) {
+          // Each row group's quad's four words of this instruction (lane t' at t'·kMG), B's row g at
+          // the instruction's 64 bytes: box grp, chunks 4i ...
+          uint32_t mw[kRowGroups][4];
+#pragma unroll
+          for (int rg = 0; rg < kRowGroups; ++rg)
+#pragma unroll
+            for (int k = 0; k < 4; ++k) mw[rg][k] = meta[rg * meta_rg + k * kMG + i];
+          const uint32_t b_row = sm.b(st.index) + grp * Smem<BlockN>::kBBox + g * kBRowBytes + 8 * (t / 2);
+          Fp8AsF16<A, B>::template mma<kNTiles>(acc, af, mw, b_row, 4 * i, g, t);
+        } else {
+          uint32_t e[kRowGroups];
+#pragma unroll
+          for (int rg = 0; rg < kRowGroups; ++rg) e[rg] = meta[rg * meta_rg + i];
+#pragma unroll
+          for (int nt = 0; nt < kNTiles; ++nt) {
+            uint32_t bf[4];
+            ptx::ldmatrix_x4(bf, sm.b(st.index) + b_ld[i] + nt * 8 * kBRowBytes);
+#pragma unroll
+            for (int rg = 0; rg < kRowGroups; ++rg) F::mma(acc[rg][nt], af[rg], bf, e[rg]);
+          }
         }
       }
     }
@@ -209,17 +231,28 @@ __device__ __forceinline__ void math_loop(const Smem<BlockN>& sm, const gemm::Pa
   // the main loop (every stage of the part is consumed).
   ptx::named_barrier_sync(1, kMathThreads);
 #pragma unroll
-  for (int nt = 0; nt < kNTiles; ++nt)
+  for (int rg = 0; rg < kRowGroups; ++rg)
 #pragma unroll
-    for (int i = 0; i < 4; ++i)
-      sm.sums()[Smem<BlockN>::sum_at(rg, part, nt * 4 + i, lane)] = reinterpret_cast<const uint32_t&>(acc[nt][i]);
+    for (int nt = 0; nt < kNTiles; ++nt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        sm.sums()[Smem<BlockN>::sum_at(rg, w, nt * 4 + i, lane)] = reinterpret_cast<const uint32_t&>(acc[rg][nt][i]);
   ptx::named_barrier_sync(1, kMathThreads);
 }
 
 // Split: built for split K (p.splits parts); without, p.splits is 1 and the kernel has none of its
 // code (with it, splits = 1 ran 0.985x as fast at 4096 x N x 4096 on the H100, 2026-11-27 09:23).
+//
+// Registers: fp8's converted instructions over both row groups take 80 per thread at N = 16 unless
+// bounded, which leaves 3 CTAs per SM (e4m3 14336 x 16 x 4096 ran 0.88x on the H100); bounded to
+// kMaxCtasPerSm CTAs per SM (72) they spill nothing. The others fit as they are, and bounded ran
+// slower with the same registers (ptxas schedules for the occupancy it is told): bf16 4096 x
+// {1, 8} x 4096 0.91x, e4m3 4096 x {1, 8} x 14336 0.95x (2026-11-27 14:42 and 14:59 UTC).
+template <ElemType A, int BlockN>
+constexpr int kMinCtasPerSm = (A == ElemType::e4m3 || A == ElemType::e5m2) && BlockN > 8 ? kMaxCtasPerSm : 1;
+
 template <ElemType A, ElemType B, int BlockN, bool Split>
-__global__ void __launch_bounds__(kThreads, 1)
+__global__ void __launch_bounds__(kThreads, kMinCtasPerSm<A, BlockN>)
     decode_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b,
                   const __grid_constant__ CUtensorMap tm_meta, const __grid_constant__ gemm::Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -231,7 +264,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int splits = Split ? p.splits : 1;
   if (threadIdx.x == 0) {
-    for (int s = 0; s < sm.stages; ++s) ptx::mbar_init(sm.full(s), kLoadWarps), ptx::mbar_init(sm.empty(s), kRowGroups);
+    for (int s = 0; s < sm.stages; ++s) ptx::mbar_init(sm.full(s), kLoadWarps), ptx::mbar_init(sm.empty(s), kGroups);
     if (splits > 1) ptx::mbar_init(sm.sums_full(), splits - 1), ptx::mbar_init(sm.sums_read(), 1);
     ptx::mbar_fence_init();
   }
@@ -312,7 +345,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int j = 0; j < kMaxSplits; ++j) {
       if (j == splits) break;
 #pragma unroll
-      for (int k = 0; k < kParts; ++k) {
+      for (int k = 0; k < kMathWarps; ++k) {
         const uint32_t u = part_sums[j][Smem<BlockN>::sum_at(r / 16, k, word, at_lane)];
         if constexpr (std::is_same_v<Acc, float>) v += __uint_as_float(u);
         else v += u;

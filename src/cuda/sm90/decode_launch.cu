@@ -17,7 +17,8 @@ std::string describe_tile(int block_n, int stages, int splits) {
          (splits > 1 ? ", K in " + std::to_string(splits) + " parts (the CTAs of a cluster, sums added in part 0)"
                      : " over the whole K") + ", " +
          std::to_string(stages) + " TMA stages, " + std::to_string(kLoadWarps) + " producer warps + " + std::to_string(kMathWarps) +
-         " math warps (mma.sp m16n8 from shared memory), " + std::to_string(kSteps) + " instructions per stage";
+         " math warps (mma.sp m16n8 from shared memory, " + std::to_string(kGroups) +
+         " per stage, each over all " + std::to_string(kBlockM) + " rows), " + std::to_string(kSteps) + " instructions per stage";
 }
 
 void launch(const Entry& e, const AMaps& a, const CUtensorMap& b, const gemm::Params& p, cudaStream_t s) {

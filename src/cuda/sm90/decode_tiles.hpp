@@ -16,11 +16,15 @@ namespace spmma::sm90::decode {
 
 constexpr int kBlockM = 32;                      // rows of D per CTA: two row groups of 16
 constexpr int kRowGroups = kBlockM / 16;
-// Math warps per row group, taking the stages in turn (each its own sums, added up at the end in
-// the order of the parts), so that one warp's wait for its stage's ldmatrix and chain of mma.sp
-// overlaps the next stage's.
+constexpr int kGroups = 2;                       // metadata groups per stage (below)
+// The math warps: kParts take the stages in turn, so that one warp's wait for its stage's loads
+// and chain of mma.sp overlaps the next stage's; kGroups share a stage, one metadata group
+// (2 instructions along K) each, over both row groups, so that each B fragment (and, for fp8,
+// its conversion) serves the tile's 32 rows. Each warp keeps its own sums, added up at the end
+// in the order of the warps. (Before, a warp took one row group's whole stage and B was read and
+// converted once per row group.)
 constexpr int kParts = 2;
-constexpr int kMathWarps = kRowGroups * kParts;
+constexpr int kMathWarps = kParts * kGroups;
 constexpr int kMathThreads = 32 * kMathWarps;
 // Producer warps, one per operand (A, B, metadata), each one thread issuing that operand's copy
 // of every stage. One thread issuing all three took ~340 cycles per stage on the H100 (clock64,
@@ -34,7 +38,6 @@ static_assert(gemm::kRowPad % kBlockM == 0, "A's padded rows are whole decode ti
 // 128 B, the metadata's two boxes of one group each. The copy engine's cost goes by the rows of a
 // box, ~5 cycles each (2026-11-27, decode-kernel-timing-h100.txt), so A's rows of 128 B carry
 // twice the bytes of the main kernel's 64.
-constexpr int kGroups = 2;                      // metadata groups per stage
 constexpr int kSteps = kGroups * gemm::kMetaGroup;
 SPMMA_HD constexpr Box box_a() { return {kGroups * kARowBytes, kBlockM}; }
 SPMMA_HD constexpr Box box_meta(int meta_lanes) { return sm90::box_meta(meta_lanes, kBlockM); }
