@@ -17,12 +17,13 @@ namespace spmma::sm90::decode {
 constexpr int kBlockM = 32;                      // rows of D per CTA: two row groups of 16
 constexpr int kRowGroups = kBlockM / 16;
 constexpr int kGroups = 2;                       // metadata groups per stage (below)
-// The math warps: kParts take the stages in turn, so that one warp's wait for its stage's loads
-// and chain of mma.sp overlaps the next stage's; kGroups share a stage, one metadata group
-// (2 instructions along K) each, over both row groups, so that each B fragment (and, for fp8,
-// its conversion) serves the tile's 32 rows. Each warp keeps its own sums, added up at the end
-// in the order of the warps. (Before, a warp took one row group's whole stage and B was read and
-// converted once per row group.)
+// The math warps: kParts groups of kGroups warps take the stages in turn, so that one group's
+// wait for its stage's loads and chain of mma.sp overlaps the next stage's; the kGroups warps of
+// a group share a stage, one metadata group (2 instructions along K) each, over both row groups,
+// so that each B fragment (for fp8, its conversion) serves the tile's 32 rows. Each warp keeps
+// its own sums, added up at the end in the order of the warps. (Before, a warp took one row
+// group's whole stage, and B was read and converted once per row group: the split by metadata
+// group ran 1.00-1.05x on the H100, 2026-11-27, docs/benchmarks.md.)
 constexpr int kParts = 2;
 constexpr int kMathWarps = kParts * kGroups;
 constexpr int kMathThreads = 32 * kMathWarps;
