@@ -1509,11 +1509,17 @@ TEST_F(Robust, DecodeKernelIsChosenForSmallNOnEnoughRows) {
   EXPECT_EQ(long_k(T::e4m3, 4096, 8).kernel, KernelFamily::decode);  // fp8: N <= 8 on any K
   EXPECT_EQ(long_k(T::e4m3, 4096, 8).splits, 1);
   EXPECT_EQ(long_k(T::e4m3, 4096, 16).kernel, KernelFamily::sm90);  // fp8 at N = 16: K <= 4096
-  // fp8: N <= 8 anywhere, N = 16 on weights of at most 1/3 of the SMs' worth of main-kernel tiles.
+  // fp8: N <= 8 anywhere, N = 16 on weights of at most 2/3 of the SMs' worth of main-kernel tiles.
   EXPECT_EQ(plan_info(*h_, T::e4m3, 4096, 16, 4096).kernel, KernelFamily::decode);
   EXPECT_EQ(plan_info(*h_, T::e4m3, 4096, 8, 4096).kernel, KernelFamily::decode);
   EXPECT_EQ(plan_info(*h_, T::e4m3, 11008, 8, 4096).kernel, KernelFamily::decode);
-  EXPECT_EQ(plan_info(*h_, T::e4m3, 11008, 16, 4096).kernel, KernelFamily::sm90);  // fp8 wgmma
+  EXPECT_EQ(plan_info(*h_, T::e5m2, 14336, 8, 4096).kernel, KernelFamily::decode);
+  int sms = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  if (sms == 132) {  // the H100's: 2/3 of it is 88 main-kernel tiles
+    EXPECT_EQ(plan_info(*h_, T::e4m3, 11008, 16, 4096).kernel, KernelFamily::decode);  // 86 tiles
+    EXPECT_EQ(plan_info(*h_, T::e4m3, 14336, 16, 4096).kernel, KernelFamily::sm90);    // 112 tiles: fp8 wgmma
+  }
   EXPECT_EQ(plan_info(*h_, T::s8, 4096, 16, 4096).kernel, KernelFamily::decode);
   PlanOptions main;
   main.kernel = KernelFamily::sm90;

@@ -57,10 +57,11 @@ int64_t per_split(int64_t stages, int64_t want) { return ((stages + want - 1) / 
 //   fp8 (sm_90 has no fp8 mma.sp: each instruction runs as two f16 ones on operands converted in
 //   the threads' registers, decode.cuh; 2026-11-27 08:59, 2 rounds): at N = 1 and 8 1.00-1.25x
 //   on all five weights (1.0x at 14336 x 8 x 4096); at N = 16 only on the weight of one tile per
-//   SM, 4096 x 16 x 4096 (1.05x), 0.85-0.97x on the others (B's conversion, per 8 columns) -
-//   hence N <= 8, or K <= 4096 on at most 1/3 of the SMs' worth of this kernel's tiles. With B
-//   converted once per stage (79bce1d) the fp8 kernel at N = 16 is still 0.92-0.96x this one on
-//   14336 x 16 x 4096 and 4096 x 16 x 14336 (2026-11-27 14:52).
+//   SM, 4096 x 16 x 4096 (1.05x), 0.85-0.97x on the others (B's conversion, per 8 columns).
+//   With B converted once per stage (79bce1d) and the high halves in place (53f07af), at N = 16
+//   (2026-11-27 16:07, 3 rounds): 4096 x 16 x 4096 1.15x, 11008 x 16 x 4096 1.09x (86 tiles of
+//   this kernel), 4096 x 16 x 14336 1.00x, 28672 x 16 x 8192 0.98x, 14336 x 16 x 4096 0.96x (112
+//   tiles) - hence N <= 8, or K <= 4096 on at most 2/3 of the SMs' worth of this kernel's tiles.
 constexpr int kDecodeMaxN = 16, kDecodeMaxKWide = 8192, kFp8DecodeMaxN = 8, kFp8DecodeMaxK = 4096;
 // Past its widest tile, in N tiles of 16 that each stream all of A's tile: N <= 32 for the 16-bit
 // types and N <= 64 for the 8-bit integers, where the main kernel's 128-row tiles reach at most a
@@ -144,7 +145,7 @@ Config choose(const MatmulDesc& d, bool promoted, int inst_k, int sm_count, cons
     Config c = choose_decode(d, inst_k, sm_count, 0);
     const bool wins = d.n > kDecodeMaxN ? d.k <= kDecodeWideMaxK && tiles * kDecodeWideTilesPerSm <= sm_count
                       : detail::gemm_promotes(d.a_type)
-                          ? d.n <= kFp8DecodeMaxN || (d.k <= kFp8DecodeMaxK && tiles * 3 <= sm_count)
+                          ? d.n <= kFp8DecodeMaxN || (d.k <= kFp8DecodeMaxK && tiles * 3 <= sm_count * 2)
                           : d.n <= 8 || d.k <= kDecodeMaxKWide || memory_bits(d.a_type) == 8 || c.splits > 1;
     if (decode_ctas * 2 >= sm_count && wins) {
       c.dependent_launch = pins.dependent_launch;
