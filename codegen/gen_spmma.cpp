@@ -316,13 +316,16 @@ struct Sm90Inst {
   }
 };
 
-// The decode kernel (sm90/decode.cuh): the sm80 form of every pair the sm90 kernel covers, at each
-// decode tile width.
+// The decode kernel (sm90/decode.cuh): every pair the sm90 kernel covers, at each decode tile
+// width, with its sm80 form (the warps' math) and for fp8 also its sm90 form at that width (the
+// warpgroup's: sm90/decode_tiles.hpp).
 struct DecodeInst {
   GemmPair pair;
   int n;
+  bool warpgroup;
   const Variant* form;
-  std::string targs() const { return pair_args(pair) + ", " + std::to_string(n); }
+  std::string math() const { return warpgroup ? "decode::Math::warpgroup" : "decode::Math::warps"; }
+  std::string targs() const { return pair_args(pair) + ", " + std::to_string(n) + ", " + math(); }
 };
 
 std::vector<DecodeInst> decode_instances() {
@@ -331,7 +334,10 @@ std::vector<DecodeInst> decode_instances() {
     bool covered = false;
     for (const sm90::TileWidth& t : sm90::kTileWidths) covered = covered || sm90_form(p, t.n);
     if (!covered) continue;
-    for (int n : sm90::decode::kTileWidths) out.push_back({p, n, sm80_form(p)});
+    for (int n : sm90::decode::kTileWidths) {
+      out.push_back({p, n, false, sm80_form(p)});
+      if (sm90::decode::has_warpgroup_math(p.a)) out.push_back({p, n, true, sm90_form(p, n)});
+    }
   }
   return out;
 }
@@ -376,7 +382,11 @@ std::string gemm_forms_sm90() {
     << "#pragma once\n#include <cstdint>\n\n#include \"ptx_wgmma_sp.cuh\"\n#include \"spmma/types.hpp\"\n\n"
     << "namespace spmma::sm90 {\n\ntemplate <ElemType A, ElemType B>\nstruct Form;\n\n";
   for (const GemmPair& p : detail::kGemmPairs) {
+    // The decode kernel's widths first where its math is the warpgroup's (fp8).
     std::vector<const Variant*> forms;
+    if (sm90::decode::has_warpgroup_math(p.a))
+      for (int n : sm90::decode::kTileWidths)
+        if (const Variant* v = sm90_form(p, n)) forms.push_back(v);
     for (const sm90::TileWidth& t : sm90::kTileWidths)
       if (const Variant* v = sm90_form(p, t.n)) forms.push_back(v);
     if (forms.empty()) continue;
@@ -434,8 +444,8 @@ std::string gemm_sm90_table(const std::vector<Sm90Inst>& insts, const std::vecto
     o << "extern template void launch_tile<" << x.targs() << ">(const Maps&, const gemm::Params&, cudaStream_t);\n";
   o << "\nnamespace {\n\nconst Entry kEntries[] = {\n";
   for (const DecodeInst& x : dec)
-    o << "    {" << pair_args(x.pair) << ", " << x.n << ", \"" << x.form->id << "\", " << x.form->k << ", &launch_tile<"
-      << x.targs() << ">},\n";
+    o << "    {" << pair_args(x.pair) << ", " << x.n << ", " << x.math() << ", \"" << x.form->id << "\", " << x.form->k
+      << ", &launch_tile<" << x.targs() << ">},\n";
   o << "};\n\n}  // namespace\n\nstd::span<const Entry> entries() { return kEntries; }\n\n}  // namespace decode\n"
     << "}  // namespace spmma::sm90\n";
   return o.str();

@@ -1355,8 +1355,51 @@ TEST_F(Robust, DecodeKernelEveryInstantiationMatchesTheCpu) {
         EXPECT_EQ(info.kernel, KernelFamily::decode);
         EXPECT_EQ(info.splits, n == 13 ? 2 : 1);
         EXPECT_EQ(info.tile_n, n <= 8 ? 8 : 16);
-        EXPECT_EQ(info.tile_m, 32);
+        EXPECT_EQ(info.tile_m, 32);  // 3 tiles of 32 rows: the warps' math, fp8 too
       }
+    }
+  }
+}
+
+// The decode kernel's warpgroup math (fp8: wgmma.sp m64nN on 64-row tiles, sm90/decode_tiles.hpp),
+// which the plan takes on weights of at least one 64-row tile per SM: every fp8 pair, both tile
+// widths (N = 5, 13) and both builds (unsplit, and split K pinned at 2 and 3), M of one such tile
+// per SM and a partial one (two CTAs on most SMs: 7 stages at N = 13, an odd number, which the
+// ring of K's 8 wraps), K of 15 metadata groups (8 stages, the last half past K), both D layouts,
+// fast accumulation on and off, bias, activations; the same bytes on every run.
+TEST_F(Robust, DecodeKernelWarpgroupMathMatchesTheCpu) {
+  if (supported_types(*h_).empty()) GTEST_SKIP() << "no GPU";
+  if (!sm90_runs()) GTEST_SKIP() << "the decode kernel is sm_90a machine code";
+  int sms = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  std::mt19937_64 rng(seed() + 25);
+  int turn = 0;
+  for (const detail::GemmPair& pair : detail::kGemmPairs) {
+    if (!detail::gemm_promotes(pair.a)) continue;
+    for (int n : {5, 13}) {
+      const auto outs = detail::gemm_outputs(pair.a);
+      const T cd = outs[static_cast<size_t>(turn) % outs.size()];
+      const int splits = 1 + turn % 3;
+      MatmulDesc d = desc_of(pair.a, pair.b, cd, 64 * sms + 40, n, 15 * 2 * kstep(pair.a));
+      d.fast_accumulation = turn % 2;
+      d.cd_order = turn % 2 ? Order::col_major : Order::row_major;
+      d.bias = turn % 3 == 0;
+      d.activation = static_cast<Activation>(turn % 3);
+      ++turn;
+      SCOPED_TRACE(std::string(type_name(pair.a)) + " x " + std::string(type_name(pair.b)) + " -> " +
+                   std::string(type_name(cd)) + " N " + std::to_string(n) + " splits " + std::to_string(splits));
+      RunOpts o;
+      o.plan.kernel = KernelFamily::decode;
+      o.plan.splits = splits > 1 ? splits : 0;
+      o.acc_rel = kFp8MmaRel;
+      o.repeat = true;
+      const PlanInfo info = Plan(*h_, d, o.plan).info();
+      EXPECT_EQ(info.kernel, KernelFamily::decode);
+      EXPECT_EQ(info.tile_m, 64);
+      EXPECT_EQ(info.tile_n, n <= 8 ? 8 : 16);
+      EXPECT_EQ(info.splits, splits);
+      Images im = make_images(d, rng, Specials{0.02});
+      twin(d, im, o, *h_);
     }
   }
 }
@@ -1511,6 +1554,8 @@ TEST_F(Robust, DecodeKernelIsChosenForSmallNOnEnoughRows) {
   EXPECT_EQ(long_k(T::e4m3, 4096, 16).kernel, KernelFamily::sm90);  // fp8 at N = 16: K <= 4096
   // fp8: N <= 8 anywhere, N = 16 on weights of at most 2/3 of the SMs' worth of main-kernel tiles.
   EXPECT_EQ(plan_info(*h_, T::e4m3, 4096, 16, 4096).kernel, KernelFamily::decode);
+  EXPECT_EQ(plan_info(*h_, T::e4m3, 4096, 16, 4096).splits, 1);
+  EXPECT_EQ(plan_info(*h_, T::e4m3, 1024, 8, 4096).kernel, KernelFamily::sm90);  // 32 tiles of 32 rows
   EXPECT_EQ(plan_info(*h_, T::e4m3, 4096, 8, 4096).kernel, KernelFamily::decode);
   EXPECT_EQ(plan_info(*h_, T::e4m3, 11008, 8, 4096).kernel, KernelFamily::decode);
   EXPECT_EQ(plan_info(*h_, T::e5m2, 14336, 8, 4096).kernel, KernelFamily::decode);
@@ -1518,8 +1563,18 @@ TEST_F(Robust, DecodeKernelIsChosenForSmallNOnEnoughRows) {
   ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
   if (sms == 132) {  // the H100's: 2/3 of it is 88 main-kernel tiles
     EXPECT_EQ(plan_info(*h_, T::e4m3, 11008, 16, 4096).kernel, KernelFamily::decode);  // 86 tiles
-    EXPECT_EQ(plan_info(*h_, T::e4m3, 14336, 16, 4096).kernel, KernelFamily::sm90);    // 112 tiles: fp8 wgmma
+    // fp8 decode on the warpgroup's wgmma.sp (64-row tiles) from one such tile per SM (172, 224
+    // and 448 tiles), there at N = 16 on any K
+    EXPECT_EQ(plan_info(*h_, T::e4m3, 11008, 16, 4096).tile_m, 64);
+    EXPECT_EQ(plan_info(*h_, T::e4m3, 14336, 16, 4096).kernel, KernelFamily::decode);
+    EXPECT_EQ(plan_info(*h_, T::e4m3, 14336, 16, 4096).tile_m, 64);
+    EXPECT_EQ(plan_info(*h_, T::e4m3, 28672, 16, 8192).kernel, KernelFamily::decode);
+    EXPECT_EQ(plan_info(*h_, T::e4m3, 8192, 16, 8192).kernel, KernelFamily::sm90);  // 128 tiles of 64 rows, K > 4096
   }
+  EXPECT_EQ(plan_info(*h_, T::e4m3, 14336, 8, 4096).tile_m, 64);  // 224 tiles of 64 rows
+  EXPECT_EQ(plan_info(*h_, T::e4m3, 14336, 8, 4096).splits, 1);
+  EXPECT_EQ(plan_info(*h_, T::e4m3, 4096, 8, 4096).tile_m, 32);   // 64: the warps' 32-row tiles
+  EXPECT_EQ(plan_info(*h_, T::bf16, 14336, 8, 4096).tile_m, 32);  // fp8 only
   EXPECT_EQ(plan_info(*h_, T::s8, 4096, 16, 4096).kernel, KernelFamily::decode);
   PlanOptions main;
   main.kernel = KernelFamily::sm90;

@@ -16,10 +16,11 @@ main loop promises and ptxas could silently undo (issue 10, item 1; docs/layouts
                       tile up to 192 columns and half of it at 256;
   every kernel        no local memory (spills);
   decode kernels      (sm90/decode.cuh) no local memory either (ptxas spilled the fp8 ones under
-                      tighter launch bounds), their mma.sp as HMMA.SP or IMMA.SP, and registers
-                      for kMaxCtasPerSm CTAs per SM (sm90/decode_tiles.hpp), the CTAs per SM the
-                      plan sizes their pipelines for (unbounded, the fp8 ones took 80 at N = 16
-                      after their stage was split by metadata group: 3 CTAs per SM).
+                      tighter launch bounds), their mma.sp as HMMA.SP or IMMA.SP (Math::warps),
+                      or QGMMA.SP.64xN at the tile width and no HMMA (Math::warpgroup, fp8), and
+                      registers for kMaxCtasPerSm CTAs per SM (sm90/decode_tiles.hpp), the CTAs
+                      per SM the plan sizes their pipelines for (the fp8 ones of the warps' math
+                      took 80 at N = 16 unless bounded: 3 CTAs per SM).
 
 Usage: check_sm90_sass.py CUOBJDUMP BINARY TILES_HPP"""
 import os
@@ -28,7 +29,7 @@ import subprocess
 import sys
 
 KERNEL = re.compile(r"spgemm_kernelILNS_8ElemTypeE(\d+)ELS2_(\d+)ELi(\d+)ELb([01])E")
-DECODE = re.compile(r"decode_kernelILNS_8ElemTypeE(\d+)ELS3_(\d+)ELi(\d+)ELb([01])EE")
+DECODE = re.compile(r"decode_kernelILNS_8ElemTypeE(\d+)ELS3_(\d+)ELi(\d+)ELNS1_4MathE([01])ELb([01])EE")
 GMMA = re.compile(r"\b([HQI]GMMA)\.SP\.64x(\d+)x\d+\S*\s+(.*)$")
 
 
@@ -172,7 +173,13 @@ def main():
             continue
         decode.add(name)
         errors = [f"'{i}': local memory" for i in body if re.match(r"(@!?U?P\d+\s+)?(LDL|STL)\b", i)][:1]
-        if not any(re.match(r"[HI]MMA\.SP\b", i) for i in body):
+        wg = m.group(4) == "1"  # Math::warpgroup
+        if wg:
+            if not any(re.match(rf"QGMMA\.SP\.64x{m.group(3)}x", i) for i in body):
+                errors.append(f"no QGMMA.SP.64x{m.group(3)}")
+            if any(re.match(r"HMMA", i) for i in body):
+                errors.append("HMMA: fp8 converted to f16")
+        elif not any(re.match(r"[HI]MMA\.SP\b", i) for i in body):
             errors.append("no HMMA.SP / IMMA.SP")
         if name not in regs:
             errors.append("no register count (cuobjdump -res-usage)")
@@ -180,8 +187,8 @@ def main():
             errors.append(f"{regs[name]} registers per thread: fewer than {per_sm} CTAs per SM (at most {reg_limit})")
         if errors:
             failed += 1
-            print(f"FAIL decode kernel ElemType {m.group(1)} x {m.group(2)}, tile 32x{m.group(3)}"
-                  f"{', split K' if m.group(4) == '1' else ''}: " + "; ".join(errors))
+            print(f"FAIL decode kernel ElemType {m.group(1)} x {m.group(2)}, tile {64 if wg else 32}x{m.group(3)}"
+                  f"{', split K' if m.group(5) == '1' else ''}: " + "; ".join(errors))
     if not decode:
         sys.exit(f"no sm90 decode_kernel in {sys.argv[2]}: nothing checked")
     print(f"{len(seen)} sm90 kernels checked (window of {w} stage(s)), {len(decode)} decode kernels, {failed} failed")

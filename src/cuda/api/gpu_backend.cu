@@ -99,12 +99,13 @@ struct GpuKernel final : Kernel {
   std::string describe() const override {
     if (dec)
       return std::string("sm90 decode kernel: ") + dec->instruction + ", " +
-             sm90::decode::describe_tile(cfg.block_n, cfg.stages, cfg.splits) +
+             sm90::decode::describe_tile(cfg.block_n, cfg.stages, cfg.splits, dec->math) +
              (cfg.dependent_launch ? ", programmatic dependent launch" : "") +
-             (gemm_promotes(desc.a_type) ? ", each fp8 instruction as two f16 m16n8k32 ones on operands converted in "
-                                           "registers, f32 sums (sm_90 has no fp8 mma.sp; fast_accumulation changes "
-                                           "nothing here)"
-                                         : "") +
+             (!gemm_promotes(desc.a_type) ? ""
+              : dec->math == sm90::decode::Math::warpgroup
+                  ? " (fast_accumulation changes nothing here)"
+                  : ", each fp8 instruction as two f16 m16n8k32 ones on operands converted in registers, f32 sums "
+                    "(sm_90 has no fp8 mma.sp; fast_accumulation changes nothing here)") +
              describe_b();
     if (wgmma)
       return std::string("sm90 wgmma.sp kernel: ") + wgmma->instruction + ", " + sm90::describe_tile(cfg.block_n, cfg.cluster_m) +
@@ -198,7 +199,7 @@ struct GpuKernel final : Kernel {
     p.dependent_launch = cfg.dependent_launch;
     p.decode_stages = cfg.stages;
     if (dec)
-      sm90::decode::launch(*dec, st.a_maps(p, sm90::decode::box_a()), b_map_for(p), p, s);
+      sm90::decode::launch(*dec, st.a_maps(p, sm90::decode::box_a(dec->math)), b_map_for(p), p, s);
     else if (wgmma)
       sm90::launch(*wgmma, st.a_maps(p, sm90::box_a()), b_map_for(p), p, s);
     else
@@ -264,10 +265,10 @@ struct GpuBackend final : Backend {
     const bool promoted = gemm_promotes(a) && !k.desc.fast_accumulation;
     k.cfg = sm90::choose(k.desc, promoted, k.instr->inst_k, prop.multiProcessorCount, pins);
     if (k.cfg.decode) {
-      k.dec = sm90::decode::find(a, b, k.cfg.block_n);
+      k.dec = sm90::decode::find(a, b, k.cfg.block_n, sm90::decode::math_of(k.cfg.block_m));
       if (!k.dec)
-        fail(Status::internal, "GPU: no decode kernel instantiation for A " + str(a) + ", B " + str(b) + " at tile width " +
-                                   std::to_string(k.cfg.block_n));
+        fail(Status::internal, "GPU: no decode kernel instantiation for A " + str(a) + ", B " + str(b) + " at tile " +
+                                   std::to_string(k.cfg.block_m) + "x" + std::to_string(k.cfg.block_n));
       return;
     }
     k.wgmma = sm90::find(a, b, k.cfg.block_n, promoted);
@@ -294,7 +295,8 @@ struct GpuBackend final : Backend {
     k->instr = in;
     k->b_bits = memory_bits(desc.b_type);
     choose_kernel(*k, pins);
-    const int64_t ctas = k->dec     ? sm90::decode::ctas(padded_rows(desc.m), desc.n, k->cfg.block_n) * k->cfg.splits
+    const int64_t ctas = k->dec ? sm90::decode::ctas(padded_rows(desc.m), desc.n, k->cfg.block_n, k->dec->math) *
+                                      k->cfg.splits
                          : k->wgmma ? sm90::ctas(padded_rows(desc.m), desc.n, k->cfg.block_n, k->cfg.cluster_m) * k->cfg.splits
                                   : sm80::ctas(padded_rows(desc.m), desc.n);
     if (ctas > INT_MAX)

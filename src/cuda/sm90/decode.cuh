@@ -5,26 +5,30 @@
 // nothing else in the kernel, but its 128-row tiles leave 32 CTAs for a 4096-row weight (split
 // K in clusters makes 96, at ~2000 cycles of hand-over), and each CTA pays ~5000 cycles of set-up
 // (clusters, setmaxnreg, two math warpgroups) before and ~2000 after its stream. Here:
-//   tile          32 rows x BlockN (8 or 16) columns, the whole K range (or a part of it, split K
-//                 below): 4096 rows are 128 CTAs; several CTAs per SM, no register reallocation;
-//   producers     warps 0, 1, 2, one thread each: per stage of four instructions the TMA box of
-//                 A (32 rows x 128 B of the main kernel's tensor layout), B's two (BlockN
+//   tile          the math's rows (decode_tiles.hpp: 32 for the warps', 64 for the warpgroup's) x
+//                 BlockN (8 or 16) columns, the whole K range (or a part of it, split K below):
+//                 several CTAs per SM, no register reallocation;
+//   producers     three warps, one thread each: per stage of four instructions the TMA box of A
+//                 (the tile's rows x 128 B of the main kernel's tensor layout), B's two (BlockN
 //                 columns x 128 B), the metadata's two groups; a pipeline as deep as the plan
 //                 gives it (the same bytes in flight per SM whatever the number of CTAs per SM);
-//   math          warps 3 .. 6: kParts pairs taking the stages in turn, each warp of a pair one
-//                 of the stage's two metadata groups over both row groups of 16 rows (a B
-//                 fragment serves 32 rows), mma.sp m16n8 per 8 columns from shared memory
-//                 (ldmatrix, the swizzles the copies wrote); the warps' sums added up in a fixed
-//                 order at the end. sm_90 has no fp8 mma.sp: each fp8 instruction runs as two
-//                 f16 ones on operands converted in the thread's registers (Fp8AsF16), f32
-//                 sums, so fp8 needs no promotion here and its sums keep more bits than the
-//                 main kernel's;
+//   math, warps   (Math::warps, every type) warps 3 .. 6: kParts pairs taking the stages in turn,
+//                 each warp of a pair one of the stage's two metadata groups over both row groups
+//                 of 16 rows (a B fragment serves 32 rows), mma.sp m16n8 per 8 columns from shared
+//                 memory (ldmatrix, the swizzles the copies wrote). sm_90 has no fp8 mma.sp: each
+//                 fp8 instruction runs as two f16 ones on operands converted in the thread's
+//                 registers (Fp8AsF16), f32 sums;
+//   math, warpgroup (Math::warpgroup, fp8) warps 0 .. 3, one warpgroup: per stage its four
+//                 wgmma.sp m64nBlockN from shared memory by descriptor, each metadata group's two
+//                 summed by the tensor cores into a set of its own and added to the running sums
+//                 in f32 (the main kernel's promotion, mainloop.cuh);
+//   sums          each math warp's, added up in a fixed order at the end;
 //   split K       where a weight has few tiles (heuristics.cu; the kernel built with Split), the
 //                 tile's stages in parts, one per CTA of a cluster (rank = part); the parts' sums
 //                 meet in part 0's epilogue through distributed shared memory, added in the order
 //                 of the parts (deterministic);
 //   epilogue      each element as the CPU's epilogue computes it (gemm::epilogue_store), all
-//                 math threads over the tile (at most 32 x 16) from shared memory.
+//                 math threads over the tile (at most 64 x 16) from shared memory.
 // Programmatic dependent launch as the main kernel: the producer waits for the kernel before the
 // first copy, the math warps before the epilogue.
 #pragma once
@@ -36,6 +40,7 @@
 #include "common/gemm_params.cuh"
 #include "common/pipeline.cuh"
 #include "gemm_forms_sm80.cuh"
+#include "gemm_forms_sm90.cuh"
 #include "ptx/cluster.cuh"
 #include "ptx/cp_async.cuh"
 #include "ptx/cvt.cuh"
@@ -43,17 +48,20 @@
 #include "ptx/mbarrier.cuh"
 #include "ptx/tma.cuh"
 #include "ptx/warpgroup.cuh"
+#include "ptx/wgmma.cuh"
 #include "sm90/decode_tiles.hpp"
 
 namespace spmma::sm90::decode {
 
 // The CTA's dynamic shared memory for `stages` stages: all A boxes, all B boxes, all metadata
 // boxes, then the barriers (full, empty per stage; split K's two).
-template <int BlockN>
+template <int BlockN, Math M>
 struct Smem {
+  static constexpr bool kWg = M == Math::warpgroup;
+  static constexpr int kRows = block_m(M), kTileRowGroups = kRows / 16;
   // Per stage: A's box; B's and the metadata's kGroups boxes, one after the other.
-  static constexpr int kBBox = box_b(BlockN).size(), kMetaBox = box_meta(kMaxMetaLanes).size();
-  static constexpr int kABytes = box_a().size(), kBBytes = kGroups * kBBox, kMetaBytes = kGroups * kMetaBox;
+  static constexpr int kBBox = box_b(BlockN).size(), kMetaBox = box_meta(kMaxMetaLanes, M).size();
+  static constexpr int kABytes = box_a(M).size(), kBBytes = kGroups * kBBox, kMetaBytes = kGroups * kMetaBox;
   static_assert(kABytes % 1024 == 0 && kBBytes % 1024 == 0, "each A and B box keeps the swizzle atoms' alignment");
   uint32_t addr;  // shared-space address, 1024-byte aligned
   uint8_t* base;
@@ -78,12 +86,14 @@ struct Smem {
   __device__ __forceinline__ uint64_t* sums_full() const { return full(2 * stages); }
   __device__ __forceinline__ uint64_t* sums_read() const { return full(2 * stages + 1); }
   // The math warps' sums after the main loop, in the first stages' A slots (free by then): word
-  // `word` of the m16n8 fragments (kWords per lane) of row group rg, math warp w, lane `lane`.
-  static constexpr int kWords = BlockN / 8 * 4;
-  static __device__ __forceinline__ int sum_at(int rg, int w, int word, int lane) {
-    return ((rg * kMathWarps + w) * kWords + word) * 32 + lane;
+  // `word` of the m16n8 fragments (kWords per lane; a wgmma's m64nN fragment is its warps' m16n8
+  // ones side by side) of row group rg as kept by its k-th warp (kSummands of them: every math
+  // warp in the warps' math, row group rg's own warp in the warpgroup's), lane `lane`.
+  static constexpr int kWords = BlockN / 8 * 4, kSummands = kWg ? 1 : kMathWarps;
+  static __device__ __forceinline__ int sum_at(int rg, int k, int word, int lane) {
+    return ((rg * kSummands + k) * kWords + word) * 32 + lane;
   }
-  static_assert(kRowGroups * kMathWarps * kWords * 32 * 4 <= kMinStages * kABytes, "the sums fit");
+  static_assert(kTileRowGroups * kSummands * kWords * 32 * 4 <= kMinStages * kABytes, "the sums fit");
   __device__ __forceinline__ uint32_t* sums() const { return reinterpret_cast<uint32_t*>(base); }
 };
 
@@ -147,17 +157,18 @@ struct Fp8AsF16 {
   }
 };
 
-// The math warps' main loop (math warp w: metadata group grp of the stages s_begin + part,
-// + kParts, ..., over both row groups), then their sums into sm.sums().
+// The warps' math: math warp w's main loop (metadata group grp of the stages s_begin + part,
+// + kParts, ..., over both row groups), then its sums into sm.sums().
 template <ElemType A, ElemType B, int BlockN>
-__device__ __forceinline__ void math_loop(const Smem<BlockN>& sm, const gemm::Params& p, int s_begin, int s_end, int w,
-                                          int lane) {
+__device__ __forceinline__ void math_loop(const Smem<BlockN, Math::warps>& sm, const gemm::Params& p, int s_begin,
+                                          int s_end, int w, int lane) {
   using F = sm80::Form<A, B>;
   using Acc = typename F::Acc;
-  constexpr bool kFp8 = A == ElemType::e4m3 || A == ElemType::e5m2;  // detail::gemm_promotes(A), host-only
+  using Sm = Smem<BlockN, Math::warps>;
+  constexpr bool kFp8 = has_warpgroup_math(A);  // detail::gemm_promotes(A), host-only
   using State = gemm::RuntimePipelineState;
   constexpr int kNTiles = BlockN / 8, kMG = gemm::kMetaGroup;
-  constexpr int kRowGroupA = 16 * box_a().bytes;  // A's next 16 rows in a stage
+  constexpr int kRowGroupA = 16 * box_a(Math::warps).bytes;  // A's next 16 rows in a stage
   const int part = w / kGroups, grp = w % kGroups;
   const int g = lane / 4, t = lane % 4, q = lane / 8, r8 = lane % 8;
   // ldmatrix addresses inside a stage, on the copies' 128-byte swizzle (16-byte chunk c of a
@@ -168,13 +179,14 @@ __device__ __forceinline__ void math_loop(const Smem<BlockN>& sm, const gemm::Pa
 #pragma unroll
   for (int i = 0; i < kMG; ++i) {
     const int j = kMG * grp + i;
-    a_ld[i] = ((q % 2) * 8 + r8) * box_a().bytes + (((j * 2 + q / 2) ^ r8) * 16);
-    b_ld[i] = grp * Smem<BlockN>::kBBox + r8 * kBRowBytes + (((i * 4 + q) ^ r8) * 16);
+    a_ld[i] = ((q % 2) * 8 + r8) * box_a(Math::warps).bytes + (((j * 2 + q / 2) ^ r8) * 16);
+    b_ld[i] = grp * Sm::kBBox + r8 * kBRowBytes + (((i * 4 + q) ^ r8) * 16);
   }
   // This thread's metadata words in the group's box (row group 0; row group 1 P groups further):
   // selector 0 names lanes t < L of each quad (the others pass a copy, which the hardware ignores).
   const int P = p.meta_lanes, L = P / 8;
-  const int meta_word = grp * (Smem<BlockN>::kMetaBox / 4) + (g * L + (kFp8 ? 0 : min(t, L - 1))) * kMG;  // fp8: all 4 of the quad
+  const int meta_word =
+      grp * (Sm::kMetaBox / 4) + (g * L + (kFp8 ? 0 : min(t, L - 1))) * kMG;  // fp8: all 4 of the quad
   const int meta_rg = P * kMG;
 
   Acc acc[kRowGroups][kNTiles][4];
@@ -207,7 +219,7 @@ __device__ __forceinline__ void math_loop(const Smem<BlockN>& sm, const gemm::Pa
           for (int rg = 0; rg < kRowGroups; ++rg)
 #pragma unroll
             for (int k = 0; k < 4; ++k) mw[rg][k] = meta[rg * meta_rg + k * kMG + i];
-          const uint32_t b_row = sm.b(st.index) + grp * Smem<BlockN>::kBBox + g * kBRowBytes + 8 * (t / 2);
+          const uint32_t b_row = sm.b(st.index) + grp * Sm::kBBox + g * kBRowBytes + 8 * (t / 2);
           Fp8AsF16<A, B>::template mma<kNTiles>(acc, af, mw, b_row, 4 * i, g, t);
         } else {
           uint32_t e[kRowGroups];
@@ -236,35 +248,108 @@ __device__ __forceinline__ void math_loop(const Smem<BlockN>& sm, const gemm::Pa
     for (int nt = 0; nt < kNTiles; ++nt)
 #pragma unroll
       for (int i = 0; i < 4; ++i)
-        sm.sums()[Smem<BlockN>::sum_at(rg, w, nt * 4 + i, lane)] = reinterpret_cast<const uint32_t&>(acc[rg][nt][i]);
+        sm.sums()[Sm::sum_at(rg, w, nt * 4 + i, lane)] = reinterpret_cast<const uint32_t&>(acc[rg][nt][i]);
+  ptx::named_barrier_sync(1, kMathThreads);
+}
+
+// The warpgroup's math (Math::warpgroup, fp8): warp w of the warpgroup (rows 16w .. 16w + 15 of the tile) over the
+// stages s_begin .. s_end - 1, then its sums into sm.sums(). Per stage the four wgmma.sp, two
+// groups of two (one metadata group each, summed by the tensor cores into a set of their own
+// from zero), each set added to the running sums in f32 once its group retires (the first while
+// the second runs): the main kernel's promotion at its interval (64 products per output), so
+// fp8's sums here carry its accuracy (docs/api.md). The sets are 4 or 8 registers (N = 8, 16).
+template <ElemType A, ElemType B, int BlockN>
+__device__ __forceinline__ void wg_math_loop(const Smem<BlockN, Math::warpgroup>& sm, const gemm::Params& p,
+                                             int s_begin, int s_end, int w, int lane) {
+  using F = sm90::Form<A, B>;
+  using Sm = Smem<BlockN, Math::warpgroup>;
+  using Acc = typename F::Acc;
+  using State = gemm::RuntimePipelineState;
+  constexpr int kMG = gemm::kMetaGroup;
+  // This thread's metadata words (kMG, one per instruction of the group) in each group's box: warp
+  // w's 16-row block; selector 0 names lanes t < L of each quad (the others pass a copy).
+  const int g = lane / 4, t = lane % 4, P = p.meta_lanes, L = P / 8;
+  const int meta_word = w * P * kMG + (g * L + min(t, L - 1)) * kMG;
+
+  Acc acc[BlockN / 2], set[kGroups][BlockN / 2];
+#pragma unroll
+  for (int i = 0; i < BlockN / 2; ++i) acc[i] = 0;
+  const auto add = [&](Acc(&x)[BlockN / 2]) {
+#pragma unroll
+    for (int i = 0; i < BlockN / 2; ++i) {
+      ptx::fence_operand(x[i]);
+      acc[i] += x[i];
+    }
+  };
+
+  State st = State::consumer_start(sm.stages);
+#pragma unroll 1
+  for (int s = s_begin; s < s_end; ++s, st.advance()) {
+    // The last stage of an odd number of groups holds one: its second group's boxes are zeros
+    // (past K), whose sums are zeros. (Not issuing it, a branch, made ptxas add waits.)
+    const uint32_t* meta = sm.meta_ptr(st.index) + meta_word;
+    ptx::mbar_wait(sm.full(st.index), st.phase);
+    const uint2 e0 = *reinterpret_cast<const uint2*>(meta);
+    const uint2 e1 = *reinterpret_cast<const uint2*>(meta + Sm::kMetaBox / 4);
+    // Instruction j's A is the rows' bytes 32j .. (the 128-byte swizzle); group grp's B its box grp.
+    const uint64_t da = ptx::smem_desc<kGroups * kARowBytes>(sm.a(st.index));
+    const uint64_t db = ptx::smem_desc<kBRowBytes>(sm.b(st.index));
+    constexpr uint64_t kA = kABytesPerStep / 16, kB = kBBytesPerStep / 16, kBox = Sm::kBBox / 16;
+    ptx::wgmma_fence();
+    F::template mma<BlockN>(set[0], da, db, e0.x, false);
+    F::template mma<BlockN>(set[0], da + kA, db + kB, e0.y, true);
+    ptx::wgmma_commit();
+    F::template mma<BlockN>(set[1], da + 2 * kA, db + kBox, e1.x, false);
+    F::template mma<BlockN>(set[1], da + 3 * kA, db + kBox + kB, e1.y, true);
+    ptx::wgmma_commit();
+    ptx::wgmma_wait<1>();
+    add(set[0]);
+    ptx::wgmma_wait<0>();
+    add(set[1]);
+    ptx::mbar_arrive_if(lane == 0, sm.empty(st.index));  // the warp's wgmmas have read the stage
+  }
+
+  // The sums in the first stages' A slots, free once every math warp has left the main loop.
+  ptx::named_barrier_sync(1, kMathThreads);
+#pragma unroll
+  for (int i = 0; i < BlockN / 2; ++i)
+    sm.sums()[Sm::sum_at(w, 0, i, lane)] = reinterpret_cast<const uint32_t&>(acc[i]);
   ptx::named_barrier_sync(1, kMathThreads);
 }
 
 // Split: built for split K (p.splits parts); without, p.splits is 1 and the kernel has none of its
 // code (with it, splits = 1 ran 0.985x as fast at 4096 x N x 4096 on the H100, 2026-11-27 09:23).
-//
 // Registers: fp8's converted instructions over both row groups take 80 per thread at N = 16 unless
 // bounded, which leaves 3 CTAs per SM (e4m3 14336 x 16 x 4096 ran 0.88x on the H100); bounded to
 // kMaxCtasPerSm CTAs per SM (72) they spill nothing. The others fit as they are, and bounded ran
 // slower with the same registers (ptxas schedules for the occupancy it is told): bf16 4096 x
 // {1, 8} x 4096 0.91x, e4m3 4096 x {1, 8} x 14336 0.95x (2026-11-27 14:42 and 14:59 UTC).
-template <ElemType A, int BlockN>
-constexpr int kMinCtasPerSm = (A == ElemType::e4m3 || A == ElemType::e5m2) && BlockN > 8 ? kMaxCtasPerSm : 1;
+// (The warpgroup's math takes 46-54.)
+template <ElemType A, int BlockN, Math M>
+constexpr int kMinCtasPerSm = M == Math::warps && has_warpgroup_math(A) && BlockN > 8 ? kMaxCtasPerSm : 1;
 
-template <ElemType A, ElemType B, int BlockN, bool Split>
-__global__ void __launch_bounds__(kThreads, kMinCtasPerSm<A, BlockN>)
+template <ElemType A, ElemType B, int BlockN, Math M, bool Split>
+__global__ void __launch_bounds__(kThreads, kMinCtasPerSm<A, BlockN, M>)
     decode_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b,
                   const __grid_constant__ CUtensorMap tm_meta, const __grid_constant__ gemm::Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using F = sm80::Form<A, B>;
-  using Acc = typename F::Acc;
+  using Acc = typename sm80::Form<A, B>::Acc;  // the sm90 form's too: f32, or s32
   using State = gemm::RuntimePipelineState;
+  using Sm = Smem<BlockN, M>;
+  constexpr bool kWg = Sm::kWg;
+  constexpr int kRows = Sm::kRows;
   extern __shared__ uint8_t smem_raw[];
-  const Smem<BlockN> sm(smem_raw, p.decode_stages);
+  const Sm sm(smem_raw, p.decode_stages);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  // The warps: the warpgroup's math is warps 0 .. 3 (a warpgroup starts at a multiple of 4 warps),
+  // the producers after it; the warps' math follows the producers.
+  const int load_warp = kWg ? warp - kMathWarps : warp, math_thread = threadIdx.x - (kWg ? 0 : 32 * kLoadWarps);
   const int splits = Split ? p.splits : 1;
   if (threadIdx.x == 0) {
-    for (int s = 0; s < sm.stages; ++s) ptx::mbar_init(sm.full(s), kLoadWarps), ptx::mbar_init(sm.empty(s), kGroups);
+    // The stage's empty barrier: an arrival per warp that reads it (the warps' math: the kGroups
+    // warps of a pair; the warpgroup's: its 4 warps).
+    for (int s = 0; s < sm.stages; ++s)
+      ptx::mbar_init(sm.full(s), kLoadWarps), ptx::mbar_init(sm.empty(s), kWg ? kMathWarps : kGroups);
     if (splits > 1) ptx::mbar_init(sm.sums_full(), splits - 1), ptx::mbar_init(sm.sums_read(), 1);
     ptx::mbar_fence_init();
   }
@@ -277,29 +362,30 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<A, BlockN>)
   // s_end - 1 (the last stage may be half past K: zeros).
   const int split = static_cast<int>(blockIdx.x) % splits, tile = static_cast<int>(blockIdx.x) / splits;
   const int n_tiles = (p.n + BlockN - 1) / BlockN;
-  const int m0 = tile / n_tiles * kBlockM, n0 = tile % n_tiles * BlockN;
+  const int m0 = tile / n_tiles * kRows, n0 = tile % n_tiles * BlockN;
   const int batch = p.batch0 + static_cast<int>(blockIdx.y);
   const int stages = static_cast<int>(k_stages(p.meta_groups));
   const int s_begin = min(stages, split * p.stages_per_split), s_end = min(stages, s_begin + p.stages_per_split);
 
-  if (warp < kLoadWarps) {
-    // ------------------------------------------------------------ producers: warp 0 A, 1 B, 2 metadata
+  if (load_warp >= 0 && load_warp < kLoadWarps) {
+    // ------------------------------------------------------------ producers: A, B, metadata
     // (They leave once their copies are issued: kept to the kernel's end, idle, the kernel ran
     // 0.86-0.97x as fast at 4096 x N x 4096 on the H100, 2026-11-27 09:13.)
     if (lane == 0) {
-      const CUtensorMap* map = warp == 0 ? &tm_a : warp == 1 ? &tm_b : &tm_meta;
+      const int op = load_warp;  // the operand: 0 A, 1 B, 2 metadata
+      const CUtensorMap* map = op == 0 ? &tm_a : op == 1 ? &tm_b : &tm_meta;
       ptx::tma_prefetch_map(map);
       ptx::wait_prior_grids();  // the kernel before may have written A's or B's memory
       ptx::allow_next_grid();
       const int a_z = p.batch_a_bytes ? batch : 0;
       // This warp's boxes per stage: one of A, kGroups of B and of the metadata (one group's K
       // each), their coordinates (x advancing by a box's bytes per box along K) and their slots.
-      const Box box = warp == 0 ? box_a() : warp == 1 ? box_b(BlockN) : box_meta(p.meta_lanes);
-      const int boxes = warp == 0 ? 1 : kGroups, next = warp == 1 ? Smem<BlockN>::kBBox : Smem<BlockN>::kMetaBox;
-      const int y = warp == 0 ? m0 : warp == 1 ? n0 : m0 / 16, z = warp == 1 ? batch : a_z;
+      const Box box = op == 0 ? box_a(M) : op == 1 ? box_b(BlockN) : box_meta(p.meta_lanes, M);
+      const int boxes = op == 0 ? 1 : kGroups, next = op == 1 ? Sm::kBBox : Sm::kMetaBox;
+      const int y = op == 0 ? m0 : op == 1 ? n0 : m0 / 16, z = op == 1 ? batch : a_z;
       State st = State::producer_start(sm.stages);
       for (int s = s_begin; s < s_end; ++s, st.advance()) {
-        const uint32_t dst = warp == 0 ? sm.a(st.index) : warp == 1 ? sm.b(st.index) : sm.meta(st.index);
+        const uint32_t dst = op == 0 ? sm.a(st.index) : op == 1 ? sm.b(st.index) : sm.meta(st.index);
         ptx::mbar_wait(sm.empty(st.index), st.phase);
         ptx::mbar_arrive_expect_tx(sm.full(st.index), boxes * box.size());
         for (int i = 0; i < boxes; ++i)
@@ -308,18 +394,19 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<A, BlockN>)
     }
     return;
   }
-  math_loop<A, B, BlockN>(sm, p, s_begin, s_end, warp - kLoadWarps, lane);
+  if constexpr (kWg) wg_math_loop<A, B, BlockN>(sm, p, s_begin, s_end, warp, lane);
+  else math_loop<A, B, BlockN>(sm, p, s_begin, s_end, warp - kLoadWarps, lane);
 
   // -------------------------------------------------------------- the parts' sums and the epilogue
-  // Each element of the tile is added up over the math warps' parts and the split parts in their
+  // Each element of the tile is added up over the math warps' sums and the split parts in their
   // order (the same bytes on every run: f32 in f32, s32 wrapping) and stored, the elements shared
   // by all math threads of part 0 in a loop along D's contiguous dimension. (Inline per thread,
   // unrolled, the general epilogue of its 8 elements cost the fp8 kernels 8 registers more: 117
   // against 109, before the stages of four instructions.) With split K, part 0 reads the other
   // parts' sums in their shared memory once each has put them there (an arrival on part 0's
-  // sums_full that releases them, math_loop's barrier having ordered every math thread's writes
-  // before it), and each part stays until part 0 has read them (its sums_read).
-  const bool first = threadIdx.x == 32 * kLoadWarps;
+  // sums_full that releases them, the math loop's barrier having ordered every math thread's
+  // writes before it), and each part stays until part 0 has read them (its sums_read).
+  const bool first = math_thread == 0;
   if (split != 0) {
     if (first) {
       ptx::mbar_arrive_release_cluster(ptx::in_cta(sm.sums_full(), 0));
@@ -334,8 +421,8 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<A, BlockN>)
   ptx::wait_prior_grids();  // the kernel before may read C or D
   const bool cm = p.cd_col_major;
 #pragma unroll 1
-  for (int x = threadIdx.x - 32 * kLoadWarps; x < kBlockM * BlockN; x += kMathThreads) {
-    const int r = cm ? x % kBlockM : x / BlockN, c = cm ? x / kBlockM : x % BlockN;
+  for (int x = math_thread; x < kRows * BlockN; x += kMathThreads) {
+    const int r = cm ? x % kRows : x / BlockN, c = cm ? x / kRows : x % BlockN;
     const int row = m0 + r, col = n0 + c;
     if (row >= p.m || col >= p.n) continue;
     // The element's place in the m16n8 fragments: row group, lane, word.
@@ -345,8 +432,8 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<A, BlockN>)
     for (int j = 0; j < kMaxSplits; ++j) {
       if (j == splits) break;
 #pragma unroll
-      for (int k = 0; k < kMathWarps; ++k) {
-        const uint32_t u = part_sums[j][Smem<BlockN>::sum_at(r / 16, k, word, at_lane)];
+      for (int k = 0; k < Sm::kSummands; ++k) {
+        const uint32_t u = part_sums[j][Sm::sum_at(r / 16, k, word, at_lane)];
         if constexpr (std::is_same_v<Acc, float>) v += __uint_as_float(u);
         else v += u;
       }

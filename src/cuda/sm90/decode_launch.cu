@@ -6,26 +6,30 @@
 
 namespace spmma::sm90::decode {
 
-const Entry* find(ElemType a, ElemType b, int block_n) {
+const Entry* find(ElemType a, ElemType b, int block_n, Math math) {
   for (const Entry& e : entries())
-    if (e.a == a && e.b == b && e.block_n == block_n) return &e;
+    if (e.a == a && e.b == b && e.block_n == block_n && e.math == math) return &e;
   return nullptr;
 }
 
-std::string describe_tile(int block_n, int stages, int splits) {
-  return "CTA tile " + std::to_string(kBlockM) + "x" + std::to_string(block_n) +
+std::string describe_tile(int block_n, int stages, int splits, Math m) {
+  const std::string math = m == Math::warpgroup
+                               ? " math warps (one warpgroup: wgmma.sp m64n" + std::to_string(block_n) +
+                                     " from shared memory, the sums of each 2 instructions promoted into f32)"
+                               : " math warps (mma.sp m16n8 from shared memory, " + std::to_string(kGroups) +
+                                     " per stage, each over all " + std::to_string(kBlockM) + " rows)";
+  return "CTA tile " + std::to_string(block_m(m)) + "x" + std::to_string(block_n) +
          (splits > 1 ? ", K in " + std::to_string(splits) + " parts (the CTAs of a cluster, sums added in part 0)"
                      : " over the whole K") + ", " +
          std::to_string(stages) + " TMA stages, " + std::to_string(kLoadWarps) + " producer warps + " + std::to_string(kMathWarps) +
-         " math warps (mma.sp m16n8 from shared memory, " + std::to_string(kGroups) +
-         " per stage, each over all " + std::to_string(kBlockM) + " rows), " + std::to_string(kSteps) + " instructions per stage";
+         math + ", " + std::to_string(kSteps) + " instructions per stage";
 }
 
 void launch(const Entry& e, const AMaps& a, const CUtensorMap& b, const gemm::Params& p, cudaStream_t s) {
-  if (!valid_stages(p.decode_stages))
+  if (!valid_stages(p.decode_stages, e.math))
     fail(Status::internal, "the decode kernel cannot run " + std::to_string(p.decode_stages) + " stages (" +
                                std::to_string(kMinStages) + " to " + std::to_string(kMaxStages) + ", a multiple of " +
-                               std::to_string(kParts) + ")");
+                               std::to_string(parts(e.math)) + ")");
   if (p.splits < 1 || p.splits > kMaxSplits)
     fail(Status::internal, "the decode kernel cannot split K in " + std::to_string(p.splits) + " parts (1 to " +
                                std::to_string(kMaxSplits) + ")");

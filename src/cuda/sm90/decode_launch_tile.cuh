@@ -10,13 +10,15 @@
 
 namespace spmma::sm90::decode {
 
-template <ElemType A, ElemType B, int BlockN>
+template <ElemType A, ElemType B, int BlockN, Math M>
 void launch_tile(const Maps& m, const gemm::Params& p, cudaStream_t s) {
-  const auto kernel = p.splits > 1 ? &decode_kernel<A, B, BlockN, true> : &decode_kernel<A, B, BlockN, false>;
-  cuda::set_smem_limit(reinterpret_cast<const void*>(kernel), smem_bytes(BlockN, kMaxStages), "sm90 decode kernel");
+  const auto kernel = p.splits > 1 ? &decode_kernel<A, B, BlockN, M, true> : &decode_kernel<A, B, BlockN, M, false>;
+  // The deepest pipeline that fits a CTA (the plan's depth never exceeds it: heuristics.cu).
+  cuda::set_smem_limit(reinterpret_cast<const void*>(kernel), std::min(smem_bytes(BlockN, kMaxStages, M), kSmemLimit),
+                       "sm90 decode kernel");
   cudaLaunchConfig_t cfg{};
   cfg.blockDim = dim3(kThreads);
-  cfg.dynamicSmemBytes = smem_bytes(BlockN, p.decode_stages);
+  cfg.dynamicSmemBytes = smem_bytes(BlockN, p.decode_stages, M);
   cfg.stream = s;
   cudaLaunchAttribute attrs[2]{};
   unsigned n = 0;
@@ -34,7 +36,7 @@ void launch_tile(const Maps& m, const gemm::Params& p, cudaStream_t s) {
   }
   cfg.attrs = attrs, cfg.numAttrs = n;
   const int batches = std::min(gemm::kMaxGridBatch, p.batch - p.batch0);
-  cfg.gridDim = dim3(static_cast<unsigned>(ctas(p.m_pad, p.n, BlockN) * p.splits), static_cast<unsigned>(batches));
+  cfg.gridDim = dim3(static_cast<unsigned>(ctas(p.m_pad, p.n, BlockN, M) * p.splits), static_cast<unsigned>(batches));
   cuda::check(cudaLaunchKernelEx(&cfg, kernel, m.a, m.b, m.meta, p), "launch of the sm90 decode kernel");
 }
 

@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The sm90 decode kernel's shape as data (plain C++: the kernel, its launch, the heuristics and
-// the code generator read it). The decode kernel (decode.cuh) streams A for small N: 32-row CTA
-// tiles, so that a weight of 4096 rows already fills 128 SMs (split K only for a long K), several
-// CTAs per SM, each a deep TMA pipeline of small stages, and mma.sp m16n8 per warp, whose width
-// fits N.
+// the code generator read it). The decode kernel (decode.cuh) streams A for small N: small CTA
+// tiles, so that a weight of 4096 rows already fills most SMs, several CTAs per SM, each a deep
+// TMA pipeline of small stages, and matrix instructions whose width fits N.
 #pragma once
 #include <cstdint>
 #include <iterator>
@@ -11,11 +10,24 @@
 #include "common/device_layout.hpp"
 #include "sm90/tiles.hpp"
 #include "spmma/detail/hd.hpp"
+#include "spmma/types.hpp"
 
 namespace spmma::sm90::decode {
 
-constexpr int kBlockM = 32;                      // rows of D per CTA: two row groups of 16
+// The math (decode.cuh), a kernel's template argument:
+//   warps      mma.sp m16n8 per warp on 32-row tiles, every type; fp8 (sm_90 has no fp8 mma.sp)
+//              as two f16 instructions on operands converted in registers, f32 sums;
+//   warpgroup  (fp8 only) wgmma.sp m64nN per warpgroup on 64-row tiles, N the tile width, the
+//              sums of each 2 instructions promoted into f32 as the main kernel's: no conversions,
+//              but half the CTAs. The plan takes it on weights of at least one 64-row tile per
+//              SM (heuristics.cu).
+enum class Math : uint8_t { warps, warpgroup };
+SPMMA_HD constexpr bool has_warpgroup_math(ElemType a) { return a == ElemType::e4m3 || a == ElemType::e5m2; }
+constexpr int kBlockM = 32;                      // rows of D per CTA of the warps' math: two row groups of 16
 constexpr int kRowGroups = kBlockM / 16;
+constexpr int kWgBlockM = 64;                    // ... and of the warpgroup's (wgmma's M)
+SPMMA_HD constexpr int block_m(Math m) { return m == Math::warpgroup ? kWgBlockM : kBlockM; }
+SPMMA_HD constexpr Math math_of(int block_m) { return block_m == kWgBlockM ? Math::warpgroup : Math::warps; }
 constexpr int kGroups = 2;                       // metadata groups per stage (below)
 // The math warps: kParts groups of kGroups warps take the stages in turn, so that one group's
 // wait for its stage's loads and chain of mma.sp overlaps the next stage's; the kGroups warps of
@@ -24,8 +36,11 @@ constexpr int kGroups = 2;                       // metadata groups per stage (b
 // its own sums, added up at the end in the order of the warps. (Before, a warp took one row
 // group's whole stage, and B was read and converted once per row group: the split by metadata
 // group ran 1.00-1.05x on the H100, 2026-11-27, docs/benchmarks.md.)
+// (The warpgroup's math takes every stage itself, its 4 warps one 16-row block each: parts(a).)
 constexpr int kParts = 2;
 constexpr int kMathWarps = kParts * kGroups;
+static_assert(kMathWarps == 4, "the warpgroup's math is these warps");
+SPMMA_HD constexpr int parts(Math m) { return m == Math::warpgroup ? 1 : kParts; }
 constexpr int kMathThreads = 32 * kMathWarps;
 // Producer warps, one per operand (A, B, metadata), each one thread issuing that operand's copy
 // of every stage. One thread issuing all three took ~340 cycles per stage on the H100 (clock64,
@@ -33,36 +48,39 @@ constexpr int kMathThreads = 32 * kMathWarps;
 // 4096-row weight (one CTA per SM) ran at the issue rate, not the memory's.
 constexpr int kLoadWarps = 3;
 constexpr int kThreads = 32 * (kLoadWarps + kMathWarps);
-static_assert(gemm::kRowPad % kBlockM == 0, "A's padded rows are whole decode tiles");
-// A stage is two metadata groups (kSteps = 4 instructions along K): A's box is 32 rows x 128 B
-// (the 128-byte swizzle) of the main kernel's tensor layout, B's two boxes of BlockN columns x
+static_assert(gemm::kRowPad % kBlockM == 0 && gemm::kRowPad % kWgBlockM == 0, "A's padded rows are whole decode tiles");
+// A stage is two metadata groups (kSteps = 4 instructions along K): A's box is the tile's rows x
+// 128 B (the 128-byte swizzle) of the main kernel's tensor layout, B's two boxes of BlockN columns x
 // 128 B, the metadata's two boxes of one group each. The copy engine's cost goes by the rows of a
 // box, ~5 cycles each (2026-11-27, decode-kernel-timing-h100.txt), so A's rows of 128 B carry
 // twice the bytes of the main kernel's 64.
 constexpr int kSteps = kGroups * gemm::kMetaGroup;
-SPMMA_HD constexpr Box box_a() { return {kGroups * kARowBytes, kBlockM}; }
-SPMMA_HD constexpr Box box_meta(int meta_lanes) { return sm90::box_meta(meta_lanes, kBlockM); }
+SPMMA_HD constexpr Box box_a(Math m) { return {kGroups * kARowBytes, block_m(m)}; }
+SPMMA_HD constexpr Box box_meta(int meta_lanes, Math m) { return sm90::box_meta(meta_lanes, block_m(m)); }
 // B's boxes are the main kernel's (sm90::box_b): BlockN columns x 128 B.
-static_assert(box_a().bytes == 128 && kBRowBytes == 128, "128-byte rows: the 128-byte swizzle");
+static_assert(box_a(Math::warps).bytes == 128 && kBRowBytes == 128, "128-byte rows: the 128-byte swizzle");
 // Shared memory per stage: A, B's and the metadata's kGroups boxes (the largest metadata box),
 // each region 1024-byte aligned as a whole (the swizzle atoms), plus the stage's two barriers.
-SPMMA_HD constexpr int stage_bytes(int block_n) {
-  return box_a().size() + kGroups * (box_b(block_n).size() + box_meta(kMaxMetaLanes).size()) + 16;
+SPMMA_HD constexpr int stage_bytes(int block_n, Math m) {
+  return box_a(m).size() + kGroups * (box_b(block_n).size() + box_meta(kMaxMetaLanes, m).size()) + 16;
 }
 // The CTA's: the swizzle atoms' alignment, the stages, split K's two barriers.
-SPMMA_HD constexpr int smem_bytes(int block_n, int stages) { return 1024 + stages * stage_bytes(block_n) + 16; }
+SPMMA_HD constexpr int smem_bytes(int block_n, int stages, Math m) {
+  return 1024 + stages * stage_bytes(block_n, m) + 16;
+}
 // The pipeline's depth is the plan's (heuristics.cu): deep where a CTA has an SM to itself, shallower
 // where several share one, so that the bytes in flight per SM stay about the same.
 constexpr int kMinStages = 2, kMaxStages = 24;
-// Stage counts are whole multiples of kParts: a math warp takes every kParts-th stage, so the
+// Stage counts are whole multiples of parts(m): a math warp takes every kParts-th stage, so the
 // stage a slot held one round before (stage - stages) is then its own, already consumed, and its
 // wait on the slot's barrier cannot see that round's completion as this one's (a phase parity
 // repeats every two rounds). 15 stages (2026-11-27, H100, 448 CTAs) let a fast warp pass its wait
 // on stale data and faulted the kernel.
-SPMMA_HD constexpr bool valid_stages(int stages) {
-  return stages >= kMinStages && stages <= kMaxStages && stages % kParts == 0;
+SPMMA_HD constexpr bool valid_stages(int stages, Math m) {
+  return stages >= kMinStages && stages <= kMaxStages && stages % parts(m) == 0;
 }
-static_assert(valid_stages(kMinStages) && valid_stages(kMaxStages), "the bounds are valid depths");
+static_assert(valid_stages(kMinStages, Math::warps) && valid_stages(kMaxStages, Math::warps),
+              "the bounds are valid depths");
 constexpr int kMaxCtasPerSm = 4;
 
 // The kernel's stages over K: kGroups metadata groups each, the last half past K when the groups
@@ -76,8 +94,8 @@ SPMMA_HD constexpr int64_t k_stages(int64_t meta_groups) { return (meta_groups +
 constexpr int kMaxSplits = 4;
 SPMMA_HD constexpr int64_t split_stages(int64_t stages, int splits) { return (stages + splits - 1) / splits; }
 
-// The tile widths the decode kernel is built with (N <= 8, N <= 16), and the narrowest that
-// covers N (the widest for wider N: several N tiles).
+// The tile widths the decode kernel is built with (N <= 8, N <= 16: also the warpgroup's wgmma N),
+// and the narrowest that covers N (the widest for wider N: several N tiles).
 inline constexpr int kTileWidths[] = {8, 16};
 constexpr int tile_width(int64_t n) {
   for (int w : kTileWidths)

@@ -61,7 +61,11 @@ int64_t per_split(int64_t stages, int64_t want) { return ((stages + want - 1) / 
 //   With B converted once per stage (79bce1d) and the high halves in place (53f07af), at N = 16
 //   (2026-11-27 16:07, 3 rounds): 4096 x 16 x 4096 1.15x, 11008 x 16 x 4096 1.09x (86 tiles of
 //   this kernel), 4096 x 16 x 14336 1.00x, 28672 x 16 x 8192 0.98x, 14336 x 16 x 4096 0.96x (112
-//   tiles) - hence N <= 8, or K <= 4096 on at most 2/3 of the SMs' worth of this kernel's tiles.
+//   tiles) - hence N <= 8, or K <= 4096 on at most 2/3 of the SMs' worth of this kernel's tiles;
+//   on the warpgroup's math (decode_math below: weights of at least one 64-row tile per SM), at
+//   N = 16 against this kernel, both pinned (2026-11-27 17:58 and 18:05 UTC, 2 rounds each):
+//   14336 x 16 x 4096 1.02-1.03x, 28672 x 16 x 8192 1.04-1.09x, 11008 x 16 x 4096 1.05x - hence
+//   N <= 16 there on any K.
 constexpr int kDecodeMaxN = 16, kDecodeMaxKWide = 8192, kFp8DecodeMaxN = 8, kFp8DecodeMaxK = 4096;
 // Past its widest tile, in N tiles of 16 that each stream all of A's tile: N <= 32 for the 16-bit
 // types and N <= 64 for the 8-bit integers, where the main kernel's 128-row tiles reach at most a
@@ -78,12 +82,12 @@ constexpr int kDecodeWideMaxN16 = 32, kDecodeWideMaxN8 = 64, kDecodeWideMaxK = 4
 // decode kernel's depth: as many stages as fit the CTAs that share an SM, at most kMaxStages and
 // no more than K has (fewer stages, more CTAs per SM), in whole rounds of its math warps.
 constexpr int kSmemPerSm = 228 * 1024, kSmemPerCta = 227 * 1024, kReservedPerCta = 1024;
-int decode_stages(int64_t ctas, int block_n, int sm_count, int64_t k_stages) {
+int decode_stages(int64_t ctas, int block_n, decode::Math m, int sm_count, int64_t k_stages) {
   const int per_sm = static_cast<int>(std::clamp<int64_t>((ctas + sm_count - 1) / sm_count, 1, decode::kMaxCtasPerSm));
   const int bytes = std::min(kSmemPerCta, kSmemPerSm / per_sm - kReservedPerCta);
-  const int fit = (bytes - decode::smem_bytes(block_n, 0)) / decode::stage_bytes(block_n);
+  const int fit = (bytes - decode::smem_bytes(block_n, 0, m)) / decode::stage_bytes(block_n, m);
   const int s = static_cast<int>(std::clamp<int64_t>(std::min<int64_t>(fit, k_stages), decode::kMinStages, decode::kMaxStages));
-  return s - s % decode::kParts;  // whole rounds of the math warps (decode::valid_stages)
+  return s - s % decode::parts(m);  // whole rounds of the math warps (decode::valid_stages)
 }
 
 // The decode kernel's split K (decode.cuh: the parts of a tile are the CTAs of a cluster), for the
@@ -95,21 +99,36 @@ int decode_stages(int64_t ctas, int block_n, int sm_count, int64_t k_stages) {
 // (08:49) 0.38-1.13x, and 2 parts of the weights with more tiles than SMs 0.67-0.98x.
 constexpr int kDecodeSplitCtasPerSm = 2, kDecodeMinSplitStages = 24;
 
+// fp8's math in the decode kernel: the warpgroup's (wgmma.sp on 64-row tiles, no conversions) on
+// weights of at least one such tile per SM, the warps' (two f16 mma.sp per instruction on 32-row
+// tiles, twice the CTAs) below. Measured on the H100 (2026-11-27 17:58 and 18:05 UTC, cold L2,
+// column-major D, 2 rounds each, e4m3, both unsplit; docs/benchmarks.md "fp8 decode on the
+// warpgroup"): the warpgroup's 1.03-1.07x at 14336 x {1, 8, 16} x 4096 (224 tiles) and 28672 x
+// {8, 16} x 8192 (448), 1.00-1.03x at 11008 x {8, 16} x 4096 (172), 1.00-1.02x at 4096 x {8, 16} x
+// 14336 (64) and 0.96x at 4096 x {8, 16} x 4096 (64: half the SMs, each CTA's A boxes of 64 rows
+// issued at ~5 cycles a row). In 2 parts of K (clusters) 0.86-0.98x of unsplit: not split.
+decode::Math decode_math(const MatmulDesc& d, int block_n, int sm_count) {
+  const bool wg = decode::has_warpgroup_math(d.a_type) &&
+                  decode::ctas(gemm::padded_rows(d.m), d.n, block_n, decode::Math::warpgroup) * d.batch >= sm_count;
+  return wg ? decode::Math::warpgroup : decode::Math::warps;
+}
+
 Config choose_decode(const MatmulDesc& d, int inst_k, int sm_count, int pinned_splits) {
   Config c;
   c.decode = true;
-  c.block_m = decode::kBlockM;
   c.block_n = decode::tile_width(d.n);
+  const decode::Math math = decode_math(d, c.block_n, sm_count);
+  c.block_m = decode::block_m(math);
   const int64_t m_pad = gemm::padded_rows(d.m);
   const int64_t k_stages = decode::k_stages(stages_for(d, inst_k));
-  const int64_t tiles = decode::ctas(m_pad, d.n, c.block_n) * d.batch;
+  const int64_t tiles = decode::ctas(m_pad, d.n, c.block_n, math) * d.batch;
   int want = 1;
   if (pinned_splits) {
     if (pinned_splits > decode::kMaxSplits)
       fail(Status::not_supported, "PlanOptions.splits = " + std::to_string(pinned_splits) + ": the decode kernel splits K in at most " +
                                       std::to_string(decode::kMaxSplits) + " parts (the CTAs of a cluster)");
     want = pinned_splits;
-  } else if (memory_bits(d.a_type) == 16) {
+  } else if (memory_bits(d.a_type) == 16) {  // (the warps' math)
     for (int s = 2; s <= decode::kMaxSplits; ++s)
       if (tiles * s <= int64_t{sm_count} * kDecodeSplitCtasPerSm && k_stages / s >= kDecodeMinSplitStages) want = s;
   }
@@ -120,7 +139,7 @@ Config choose_decode(const MatmulDesc& d, int inst_k, int sm_count, int pinned_s
                                     std::to_string(decode::kGroups * 2 * inst_k) + " of K each), and " +
                                     std::to_string(got) + " part(s) of " + std::to_string(per) + " would run");
   if (got > 1) c.splits = static_cast<int>(got), c.stages_per_split = static_cast<int>(per);
-  c.stages = decode_stages(tiles * c.splits, c.block_n, sm_count, got > 1 ? per : k_stages);
+  c.stages = decode_stages(tiles * c.splits, c.block_n, math, sm_count, got > 1 ? per : k_stages);
   return c;
 }
 
@@ -131,8 +150,8 @@ Config choose(const MatmulDesc& d, bool promoted, int inst_k, int sm_count, cons
   if (pins.kernel == KernelFamily::decode) {
     if (pins.tile_n || pins.group_m || pins.cluster_m || pins.grid != GridKind::automatic)
       fail(Status::not_supported, "PlanOptions: tile_n, group_m, cluster_m and grid pin the main sm90 kernel's "
-                                  "choices; the decode kernel (PlanOptions.kernel = decode) has 32-row tiles 8 or 16 "
-                                  "wide, one CTA per tile or per part of K (splits)");
+                                  "choices; the decode kernel (PlanOptions.kernel = decode) has 32-row tiles (64 "
+                                  "for fp8 on many rows) 8 or 16 wide, one CTA per tile or per part of K (splits)");
     Config c = choose_decode(d, inst_k, sm_count, pins.splits);
     c.dependent_launch = pins.dependent_launch;
     return c;
@@ -141,11 +160,15 @@ Config choose(const MatmulDesc& d, bool promoted, int inst_k, int sm_count, cons
   const bool int8 = memory_bits(d.a_type) == 8 && !detail::gemm_promotes(d.a_type);
   const int64_t wide_max_n = int8 ? kDecodeWideMaxN8 : memory_bits(d.a_type) == 16 ? kDecodeWideMaxN16 : 0;
   if (pins.kernel == KernelFamily::automatic && !main_pinned && d.n <= std::max<int64_t>(kDecodeMaxN, wide_max_n)) {
-    const int64_t decode_ctas = decode::ctas(m_pad, d.n, decode::tile_width(d.n)) * d.batch, tiles = m_pad / kBlockM * d.batch;
+    // The weight in the decode kernel's 32-row tiles (whatever its math: fp8's warpgroup takes
+    // only weights of many), and in this kernel's.
+    const int64_t decode_ctas = decode::ctas(m_pad, d.n, decode::tile_width(d.n), decode::Math::warps) * d.batch,
+                  tiles = m_pad / kBlockM * d.batch;
     Config c = choose_decode(d, inst_k, sm_count, 0);
     const bool wins = d.n > kDecodeMaxN ? d.k <= kDecodeWideMaxK && tiles * kDecodeWideTilesPerSm <= sm_count
                       : detail::gemm_promotes(d.a_type)
-                          ? d.n <= kFp8DecodeMaxN || (d.k <= kFp8DecodeMaxK && tiles * 3 <= sm_count * 2)
+                          ? d.n <= kFp8DecodeMaxN || c.block_m == decode::kWgBlockM ||
+                                (d.k <= kFp8DecodeMaxK && tiles * 3 <= sm_count * 2)
                           : d.n <= 8 || d.k <= kDecodeMaxKWide || memory_bits(d.a_type) == 8 || c.splits > 1;
     if (decode_ctas * 2 >= sm_count && wins) {
       c.dependent_launch = pins.dependent_launch;
