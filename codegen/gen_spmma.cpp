@@ -334,10 +334,9 @@ std::vector<DecodeInst> decode_instances() {
     bool covered = false;
     for (const sm90::TileWidth& t : sm90::kTileWidths) covered = covered || sm90_form(p, t.n);
     if (!covered) continue;
-    for (int n : sm90::decode::kTileWidths) {
-      out.push_back({p, n, false, sm80_form(p)});
-      if (sm90::decode::has_warpgroup_math(p.a)) out.push_back({p, n, true, sm90_form(p, n)});
-    }
+    for (int n : sm90::decode::kTileWidths) out.push_back({p, n, false, sm80_form(p)});
+    if (sm90::decode::has_warpgroup_math(p.a))
+      for (int n : sm90::decode::kTileWidths) out.push_back({p, n, true, sm90_form(p, n)});
   }
   return out;
 }
@@ -382,13 +381,15 @@ std::string gemm_forms_sm90() {
     << "#pragma once\n#include <cstdint>\n\n#include \"ptx_wgmma_sp.cuh\"\n#include \"spmma/types.hpp\"\n\n"
     << "namespace spmma::sm90 {\n\ntemplate <ElemType A, ElemType B>\nstruct Form;\n\n";
   for (const GemmPair& p : detail::kGemmPairs) {
-    // The decode kernel's widths first where its math is the warpgroup's (fp8).
-    std::vector<const Variant*> forms;
+    // The decode kernel's widths too where its math is the warpgroup's (fp8), each width once.
+    std::vector<int> widths;
     if (sm90::decode::has_warpgroup_math(p.a))
-      for (int n : sm90::decode::kTileWidths)
-        if (const Variant* v = sm90_form(p, n)) forms.push_back(v);
+      for (int n : sm90::decode::kTileWidths) widths.push_back(n);
     for (const sm90::TileWidth& t : sm90::kTileWidths)
-      if (const Variant* v = sm90_form(p, t.n)) forms.push_back(v);
+      if (std::find(widths.begin(), widths.end(), t.n) == widths.end()) widths.push_back(t.n);
+    std::vector<const Variant*> forms;
+    for (int n : widths)
+      if (const Variant* v = sm90_form(p, n)) forms.push_back(v);
     if (forms.empty()) continue;
     o << "template <>\nstruct Form<" << pair_args(p) << "> {\n"
       << "  using Acc = " << acc_ctype(p) << ";\n"

@@ -304,6 +304,11 @@ TEST(MatmulRules, PlanOptionsOnTheCpu) {
   p.kernel = KernelFamily::sm80;
   expect_error([&] { Plan(h, d, p); }, Status::not_supported, {"CPU backend has none"});
   p = {};
+  p.tile_m = 64;
+  expect_error([&] { Plan(h, d, p); }, Status::not_supported, {"CPU backend has none"});
+  p.tile_m = -32;
+  expect_error([&] { Plan(h, d, p); }, Status::invalid_argument, {"tile_m = -32", "must not be negative"});
+  p = {};
   p.splits = -1;
   expect_error([&] { Plan(h, d, p); }, Status::invalid_argument, {"splits = -1", "must not be negative"});
   p = {};

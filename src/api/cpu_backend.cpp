@@ -444,7 +444,7 @@ class CpuBackend final : public Backend {
   }
 
   std::unique_ptr<Kernel> plan(const MatmulDesc& desc, const PlanOptions& o) override {
-    if (o.kernel != KernelFamily::automatic || o.tile_n || o.splits || o.group_m || o.cluster_m ||
+    if (o.kernel != KernelFamily::automatic || o.tile_n || o.tile_m || o.splits || o.group_m || o.cluster_m ||
         o.grid != GridKind::automatic || !o.dependent_launch)
       fail(Status::not_supported, "PlanOptions pin a GPU kernel's choices; the CPU backend has none (leave them 0 / "
                                   "automatic / dependent_launch true for a CPU handle)");

@@ -1362,34 +1362,37 @@ TEST_F(Robust, DecodeKernelEveryInstantiationMatchesTheCpu) {
 }
 
 // The decode kernel's warpgroup math (fp8: wgmma.sp m64nN on 64-row tiles, sm90/decode_tiles.hpp),
-// which the plan takes on weights of at least one 64-row tile per SM: every fp8 pair, both tile
-// widths (N = 5, 13) and both builds (unsplit, and split K pinned at 2 and 3), M of one such tile
-// per SM and a partial one (two CTAs on most SMs: 7 stages at N = 13, an odd number, which the
-// ring of K's 8 wraps), K of 15 metadata groups (8 stages, the last half past K), both D layouts,
-// fast accumulation on and off, bias, activations; the same bytes on every run.
+// pinned (PlanOptions::tile_m = 64): every fp8 pair at both widths (N = 5, 13: 8 and 16 wide; 27,
+// 40: two or three N tiles of 16, each reading A), unsplit and split K in 2 and 3 pinned, M with a
+// partial last tile (96, 200), K of 27 metadata groups (14 stages, the last half past K), both D
+// layouts, batches (one of 40 entries unsplit: 160 CTAs,
+// two per SM on the H100, 7 stages at N = 13, an odd number), fast accumulation on and off, bias,
+// activations; the same bytes on every run. (The plan takes this math unpinned on weights of at
+// least one 64-row tile per SM: DecodeKernelIsChosenForSmallNOnEnoughRows.)
 TEST_F(Robust, DecodeKernelWarpgroupMathMatchesTheCpu) {
   if (supported_types(*h_).empty()) GTEST_SKIP() << "no GPU";
   if (!sm90_runs()) GTEST_SKIP() << "the decode kernel is sm_90a machine code";
-  int sms = 0;
-  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
   std::mt19937_64 rng(seed() + 25);
   int turn = 0;
   for (const detail::GemmPair& pair : detail::kGemmPairs) {
     if (!detail::gemm_promotes(pair.a)) continue;
-    for (int n : {5, 13}) {
+    for (int n : {5, 13, 27, 40}) {
       const auto outs = detail::gemm_outputs(pair.a);
       const T cd = outs[static_cast<size_t>(turn) % outs.size()];
-      const int splits = 1 + turn % 3;
-      MatmulDesc d = desc_of(pair.a, pair.b, cd, 64 * sms + 40, n, 15 * 2 * kstep(pair.a));
+      const int splits = turn == 1 ? 1 : 1 + turn % 3;
+      MatmulDesc d = desc_of(pair.a, pair.b, cd, turn % 2 ? 200 : 96, n, 27 * 2 * kstep(pair.a));
+      d.batch = turn == 1 ? 40 : 1 + turn % 2;
+      d.a_per_batch = turn % 3 == 0;
       d.fast_accumulation = turn % 2;
-      d.cd_order = turn % 2 ? Order::col_major : Order::row_major;
+      d.cd_order = turn % 4 < 2 ? Order::col_major : Order::row_major;
       d.bias = turn % 3 == 0;
       d.activation = static_cast<Activation>(turn % 3);
       ++turn;
       SCOPED_TRACE(std::string(type_name(pair.a)) + " x " + std::string(type_name(pair.b)) + " -> " +
-                   std::string(type_name(cd)) + " N " + std::to_string(n) + " splits " + std::to_string(splits));
+                   std::string(type_name(cd)) + " " + std::to_string(d.m) + "x" + std::to_string(n) + " batch " +
+                   std::to_string(d.batch) + " splits " + std::to_string(splits));
       RunOpts o;
-      o.plan.kernel = KernelFamily::decode;
+      o.plan.tile_m = 64;
       o.plan.splits = splits > 1 ? splits : 0;
       o.acc_rel = kFp8MmaRel;
       o.repeat = true;
@@ -1594,6 +1597,23 @@ TEST_F(Robust, DecodeKernelIsChosenForSmallNOnEnoughRows) {
                {"splits = 3", "2 stage(s)"});
   pinned.tile_n = 64;
   expect_error([&] { (void)info(4096, 16, pinned); }, Status::not_supported, {"decode kernel", "tile_n"});
+  // tile_m: the decode kernel's rows (and the decode kernel with it), 64 for fp8 only.
+  PlanOptions rows;
+  rows.tile_m = 64;
+  EXPECT_EQ(plan_info(*h_, T::e4m3, 4096, 8, 4096, rows).kernel, KernelFamily::decode);
+  EXPECT_EQ(plan_info(*h_, T::e4m3, 4096, 8, 4096, rows).tile_m, 64);
+  EXPECT_EQ(plan_info(*h_, T::e4m3, 4096, 40, 4096, rows).tile_n, 16);  // N tiles of 16
+  expect_error([&] { (void)info(4096, 8, rows); }, Status::not_supported, {"tile_m = 64", "fp8", "bf16"});
+  rows.tile_m = 32;
+  EXPECT_EQ(plan_info(*h_, T::e4m3, 14336, 8, 4096, rows).tile_m, 32);  // the warps' math on a weight of many tiles
+  EXPECT_EQ(info(4096, 8, rows).kernel, KernelFamily::decode);
+  EXPECT_EQ(info(4096, 40, rows).tile_n, 16);
+  rows.tile_m = 48;
+  expect_error([&] { (void)info(4096, 8, rows); }, Status::invalid_argument, {"tile_m = 48", "32 rows", "64"});
+  rows.tile_m = 32, rows.kernel = KernelFamily::sm90;
+  expect_error([&] { (void)info(4096, 8, rows); }, Status::not_supported, {"tile_m = 32", "kernel = sm90"});
+  rows.kernel = KernelFamily::automatic, rows.cluster_m = 2;
+  expect_error([&] { (void)info(4096, 8, rows); }, Status::not_supported, {"cluster_m", "decode kernel"});
   const std::string text = Plan(*h_, desc_of(T::bf16, T::bf16, T::bf16, 4096, 16, 4096)).describe();
   EXPECT_NE(text.find("sm90 decode kernel"), std::string::npos) << text;
 }

@@ -251,13 +251,16 @@ struct GpuBackend final : Backend {
     else if (!image.sm90a) k.sm80_why = "the loaded machine code is not sm_90a";
     else if (!sm90::covers(a, b)) k.sm80_why = "no wgmma.sp form for these types";
     else if (pins.kernel == KernelFamily::sm80) k.sm80_why = "PlanOptions.kernel = sm80";
-    if ((pins.kernel == KernelFamily::sm90 || pins.kernel == KernelFamily::decode) && !sm90_runs(a, b))
-      fail(Status::not_supported, std::string("PlanOptions.kernel = ") + (pins.kernel == KernelFamily::decode ? "decode" : "sm90") +
+    if ((pins.kernel == KernelFamily::sm90 || pins.kernel == KernelFamily::decode || pins.tile_m) && !sm90_runs(a, b))
+      fail(Status::not_supported, std::string("PlanOptions.") +
+                                      (pins.kernel == KernelFamily::sm90      ? "kernel = sm90"
+                                       : pins.kernel == KernelFamily::decode ? "kernel = decode"
+                                                                             : "tile_m (the decode kernel)") +
                                       ": the sm90 kernels cannot run this plan (" + k.sm80_why + ")");
     if (!k.sm80_why.empty()) {
-      if (pins.tile_n || pins.splits || pins.group_m || pins.cluster_m || pins.grid != GridKind::automatic ||
+      if (pins.tile_n || pins.tile_m || pins.splits || pins.group_m || pins.cluster_m || pins.grid != GridKind::automatic ||
           !pins.dependent_launch)
-        fail(Status::not_supported, "PlanOptions: tile_n, splits, group_m, cluster_m, grid and dependent_launch pin the sm90 kernel's choices; this plan runs "
+        fail(Status::not_supported, "PlanOptions: tile_n, tile_m, splits, group_m, cluster_m, grid and dependent_launch pin the sm90 kernels' choices; this plan runs "
                                     "the sm80 kernel (" + k.sm80_why + "), whose tile is fixed (" + sm80::describe_tile() +
                                     ") and which has no split K");
       return;

@@ -94,8 +94,11 @@ SPMMA_HD constexpr int64_t k_stages(int64_t meta_groups) { return (meta_groups +
 constexpr int kMaxSplits = 4;
 SPMMA_HD constexpr int64_t split_stages(int64_t stages, int splits) { return (stages + splits - 1) / splits; }
 
-// The tile widths the decode kernel is built with (N <= 8, N <= 16: also the warpgroup's wgmma N),
-// and the narrowest that covers N (the widest for wider N: several N tiles).
+// The tile widths the decode kernel is built with (N <= 8, N <= 16; for the warpgroup's math
+// also wgmma's N), and the narrowest that covers N (the widest for wider N: several N tiles, each
+// reading A). (The warpgroup's 32- and 64-wide tiles ran 0.90-0.96x and 0.76-0.83x the main
+// kernel at N = 32 and 64 on the H100, 2026-11-27, docs/benchmarks.md "fp8 decode on the
+// warpgroup": not built.)
 inline constexpr int kTileWidths[] = {8, 16};
 constexpr int tile_width(int64_t n) {
   for (int w : kTileWidths)

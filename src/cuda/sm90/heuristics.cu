@@ -107,17 +107,27 @@ constexpr int kDecodeSplitCtasPerSm = 2, kDecodeMinSplitStages = 24;
 // {8, 16} x 8192 (448), 1.00-1.03x at 11008 x {8, 16} x 4096 (172), 1.00-1.02x at 4096 x {8, 16} x
 // 14336 (64) and 0.96x at 4096 x {8, 16} x 4096 (64: half the SMs, each CTA's A boxes of 64 rows
 // issued at ~5 cycles a row). In 2 parts of K (clusters) 0.86-0.98x of unsplit: not split.
-decode::Math decode_math(const MatmulDesc& d, int block_n, int sm_count) {
+decode::Math decode_math(const MatmulDesc& d, int sm_count, int pinned_rows) {
+  if (pinned_rows) {
+    if (pinned_rows != decode::kBlockM && pinned_rows != decode::kWgBlockM)
+      fail(Status::invalid_argument, "PlanOptions.tile_m = " + std::to_string(pinned_rows) +
+                                         ": the decode kernel's tiles have 32 rows (mma.sp per warp) or 64 (fp8: "
+                                         "wgmma.sp per warpgroup)");
+    if (pinned_rows == decode::kWgBlockM && !decode::has_warpgroup_math(d.a_type))
+      fail(Status::not_supported, "PlanOptions.tile_m = 64: the decode kernel's 64-row tiles are fp8's (wgmma.sp per "
+                                  "warpgroup); A is " + std::string(type_name(d.a_type)) + ": 32");
+    return decode::math_of(pinned_rows);
+  }
   const bool wg = decode::has_warpgroup_math(d.a_type) &&
-                  decode::ctas(gemm::padded_rows(d.m), d.n, block_n, decode::Math::warpgroup) * d.batch >= sm_count;
+                  gemm::padded_rows(d.m) / decode::kWgBlockM * d.batch >= sm_count;
   return wg ? decode::Math::warpgroup : decode::Math::warps;
 }
 
-Config choose_decode(const MatmulDesc& d, int inst_k, int sm_count, int pinned_splits) {
+Config choose_decode(const MatmulDesc& d, int inst_k, int sm_count, int pinned_splits, int pinned_rows) {
   Config c;
   c.decode = true;
+  const decode::Math math = decode_math(d, sm_count, pinned_rows);
   c.block_n = decode::tile_width(d.n);
-  const decode::Math math = decode_math(d, c.block_n, sm_count);
   c.block_m = decode::block_m(math);
   const int64_t m_pad = gemm::padded_rows(d.m);
   const int64_t k_stages = decode::k_stages(stages_for(d, inst_k));
@@ -147,12 +157,15 @@ Config choose_decode(const MatmulDesc& d, int inst_k, int sm_count, int pinned_s
 
 Config choose(const MatmulDesc& d, bool promoted, int inst_k, int sm_count, const PlanOptions& pins) {
   const bool main_pinned = pins.tile_n || pins.splits || pins.group_m || pins.cluster_m || pins.grid != GridKind::automatic;
-  if (pins.kernel == KernelFamily::decode) {
+  if (pins.tile_m && pins.kernel == KernelFamily::sm90)
+    fail(Status::not_supported, "PlanOptions.tile_m = " + std::to_string(pins.tile_m) +
+                                    " pins the decode kernel's rows; PlanOptions.kernel = sm90 pins the main kernel");
+  if (pins.kernel == KernelFamily::decode || pins.tile_m) {
     if (pins.tile_n || pins.group_m || pins.cluster_m || pins.grid != GridKind::automatic)
       fail(Status::not_supported, "PlanOptions: tile_n, group_m, cluster_m and grid pin the main sm90 kernel's "
-                                  "choices; the decode kernel (PlanOptions.kernel = decode) has 32-row tiles (64 "
-                                  "for fp8 on many rows) 8 or 16 wide, one CTA per tile or per part of K (splits)");
-    Config c = choose_decode(d, inst_k, sm_count, pins.splits);
+                                  "choices; the decode kernel (PlanOptions.kernel = decode or tile_m) has tiles of "
+                                  "32 rows (fp8 also 64) 8 or 16 wide, one CTA per tile or per part of K (splits)");
+    Config c = choose_decode(d, inst_k, sm_count, pins.splits, pins.tile_m);
     c.dependent_launch = pins.dependent_launch;
     return c;
   }
@@ -164,7 +177,7 @@ Config choose(const MatmulDesc& d, bool promoted, int inst_k, int sm_count, cons
     // only weights of many), and in this kernel's.
     const int64_t decode_ctas = decode::ctas(m_pad, d.n, decode::tile_width(d.n), decode::Math::warps) * d.batch,
                   tiles = m_pad / kBlockM * d.batch;
-    Config c = choose_decode(d, inst_k, sm_count, 0);
+    Config c = choose_decode(d, inst_k, sm_count, 0, 0);
     const bool wins = d.n > kDecodeMaxN ? d.k <= kDecodeWideMaxK && tiles * kDecodeWideTilesPerSm <= sm_count
                       : detail::gemm_promotes(d.a_type)
                           ? d.n <= kFp8DecodeMaxN || c.block_m == decode::kWgBlockM ||
