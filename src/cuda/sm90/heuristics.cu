@@ -236,7 +236,10 @@ Config choose(const MatmulDesc& d, bool promoted, int inst_k, int sm_count, cons
   // with N <= block_n / 2 the second half lies wholly past N, nothing to share. Measured on the
   // H100 (cold L2, 2026-11-24, docs/benchmarks.md "Layer after layer"), 28672 x N x 8192 at N =
   // 1-32 (64-wide tiles): clusters of 2 ran 0.90-1.06x the speed of 1 alone (bf16 0.90-0.99) and
-  // 0.85-1.00x layer after layer; at N = 64 and 128, 0.99-1.01x.
+  // 0.85-1.00x layer after layer; at N = 64 and 128, 0.99-1.01x. Not for promoted fp8, whose math
+  // warpgroups' adds set its pace: clusters of 1 ran 1.005-1.025x on 8 of 9 of issue 10's shapes
+  // (H100, 2026-11-27 19:03 and 19:13 UTC, hot L2, 2 rounds; 8192^3 0.996x within its rounds' 3%;
+  // docs/benchmarks.md "Clusters of 1 for promoted fp8").
   if (pins.cluster_m) {
     if (pins.cluster_m > kMaxCluster)
       fail(Status::invalid_argument, "PlanOptions.cluster_m = " + std::to_string(pins.cluster_m) +
@@ -244,7 +247,7 @@ Config choose(const MatmulDesc& d, bool promoted, int inst_k, int sm_count, cons
     c.cluster_m = pins.cluster_m;
   } else {
     const int64_t m_tiles = (d.m + kBlockM - 1) / kBlockM;
-    c.cluster_m = m_tiles >= kClusterMinMTiles && tiles >= sm_count && 2 * d.n > c.block_n ? 2 : 1;
+    c.cluster_m = !promoted && m_tiles >= kClusterMinMTiles && tiles >= sm_count && 2 * d.n > c.block_n ? 2 : 1;
   }
 
   // Split K: its parts are CTAs of one cluster (tiles.hpp), cluster_m x splits of them at most 8.
