@@ -106,7 +106,7 @@ constexpr int kDecodeSplitCtasPerSm = 2, kDecodeMinSplitStages = 24;
 // warpgroup"): the warpgroup's 1.03-1.07x at 14336 x {1, 8, 16} x 4096 (224 tiles) and 28672 x
 // {8, 16} x 8192 (448), 1.00-1.03x at 11008 x {8, 16} x 4096 (172), 1.00-1.02x at 4096 x {8, 16} x
 // 14336 (64) and 0.96x at 4096 x {8, 16} x 4096 (64: half the SMs, each CTA's A boxes of 64 rows
-// issued at ~5 cycles a row). In 2 parts of K (clusters) 0.86-0.98x of unsplit: not split.
+// issued at ~5 cycles a row). In 2 parts of K (clusters) 0.89-1.00x of unsplit: not split.
 decode::Math decode_math(const MatmulDesc& d, int sm_count, int pinned_rows) {
   if (pinned_rows) {
     if (pinned_rows != decode::kBlockM && pinned_rows != decode::kWgBlockM)
