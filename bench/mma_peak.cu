@@ -42,19 +42,11 @@
 #include <type_traits>
 #include <vector>
 
+#include "cuda_check.hpp"
 #include "ptx_mma.cuh"
 #include "ptx_mma_sp.cuh"
 #include "ptx_wgmma_sp.cuh"
 
-#define CK(call)                                                                                   \
-  do {                                                                                             \
-    const cudaError_t err_ = (call);                                                               \
-    if (err_ != cudaSuccess) {                                                                     \
-      std::fprintf(stderr, "CUDA error %s (%s) at %s:%d: %s\n", cudaGetErrorName(err_),            \
-                   cudaGetErrorString(err_), __FILE__, __LINE__, #call);                           \
-      std::exit(1);                                                                                \
-    }                                                                                              \
-  } while (0)
 // After a launch: errors of the launch itself; errors of the kernel's execution surface at the
 // next synchronising call (cudaEventSynchronize), which CK checks too.
 #define CK_LAUNCH() CK(cudaGetLastError())

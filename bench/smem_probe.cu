@@ -43,6 +43,7 @@
 #include <random>
 #include <vector>
 
+#include "cuda_check.hpp"
 #include "gemm_forms_sm90.cuh"
 #include "ptx/mbarrier.cuh"
 #include "ptx/wgmma.cuh"
@@ -74,15 +75,6 @@ struct Source {
 };
 constexpr Source kSources[] = {{"shared", 16, false}, {"l2", 2, true}, {"hbm", 32, true}};
 constexpr int kMaxSrcStages = 32;
-
-#define CK(x)                                                                                 \
-  do {                                                                                        \
-    cudaError_t e_ = (x);                                                                     \
-    if (e_ != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                           \
-    }                                                                                         \
-  } while (0)
 
 struct CtaResult {
   unsigned long long math_cycles, copy_cycles, sts_cycles, sts_bytes;

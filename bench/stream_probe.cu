@@ -35,6 +35,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "cuda_check.hpp"
 #include "ptx/mbarrier.cuh"
 #include "ptx/tma.cuh"
 #include "ptx/timer.cuh"
@@ -42,15 +43,6 @@
 namespace {
 
 constexpr int kRows = 128, kBoxBytes = 64, kStageBytes = kRows * kBoxBytes;  // 8 KB per stage
-
-#define CK(x)                                                                               \
-  do {                                                                                      \
-    cudaError_t e_ = (x);                                                                   \
-    if (e_ != cudaSuccess) {                                                                \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                         \
-    }                                                                                       \
-  } while (0)
 
 // f(tile, stage) for each stage this CTA streams: whole tiles blockIdx.x, + gridDim.x, ... or,
 // balanced, an equal share of all tiles' stages in order (stage units b·U/G .. (b+1)·U/G - 1 of
