@@ -6,31 +6,38 @@
 // (dense-equivalent), about 1/64 byte per FLOP of B alone, which at the H100's sparse rate (8192
 // FLOP per clock per SM) is 128 bytes per clock, the shared memory's bandwidth. The kernel's
 // 128 x 256 tile also writes each stage into shared memory (TMA: A 8 KB, B 32 KB, metadata 2 KB
-// per 64 of K) and reads it (both math warpgroups read all of B: 72 KB). If the copies' writes and
-// the wgmmas' reads share that bandwidth, the tile's ceiling is the bandwidth over its 114 KB per
-// stage, not the tensor cores' rate: about 58% of the datasheet's sparse rate, whoever writes the
-// kernel (cuSPARSELt's is the same tile). This probe measures it, nothing else in the kernel:
-//   math      the two math warpgroups' wgmma.sp m64n256 pair per stage from the kernel's stage
-//             layout (A 128 rows x 64 B, 64-byte swizzle; B 256 columns x 128 B, 128-byte
-//             swizzle), each stage's pair waited for as the kernel's (wgmma.wait_group 0), the
-//             stages loaded once: the instruction's own rate, reads only;
+// per 64 of K), reads it (both math warpgroups read all of B: 72 KB), and gets it from the L2,
+// B shared with the other CTA of a cluster by multicast. Which of these sets the tile's ceiling,
+// for any kernel built on it (cuSPARSELt's is the same tile)? The probe runs them with nothing
+// else:
+//   math      the two math warpgroups' wgmma.sp pair per stage from the kernel's stage layout
+//             (A rows x 64 B, 64-byte swizzle; B columns x 128 B, 128-byte swizzle), each
+//             stage's instructions waited for as the kernel's (wgmma.wait_group 0), the stages
+//             loaded once: the instruction's own rate, reads only;
 //   sts       the stores alone: warps 1-3 of the producer warpgroup write 16 B per lane to shared
 //             memory as fast as they issue: the write bandwidth;
 //   math+sts  both at once: does a byte written cost the wgmmas a byte read?
 //   copy      the copies alone: one thread issues each stage's three bulk copies (cp.async.bulk,
-//             the TMA unit) from an L2-resident source into a ring of 5 stages, as the kernel's
-//             producer; the math warps wait for each stage and free it: the L2 -> shared rate;
+//             the TMA unit) into a ring of up to 5 stages, as the kernel's producer; the math
+//             warps wait for each stage and free it: the rate stages arrive at;
 //   pipe      the kernel's pipeline: the copies and the wgmmas of every stage, full and empty
-//             barriers per stage, the data from the L2 (hot, as the standing table's 8192^3).
+//             barriers per stage;
+//   pipe+meta the same with each stage's metadata words read from the stage (ConsumerView's);
+// copies from one source for all CTAs (688 KB), from each CTA's own lines in the L2, or from
+// HBM; copy and pipe in clusters of 1, 2 or 4 as the kernel's clusters along M (each CTA loads
+// 1/cluster of B's stage and multicasts it, and frees each slot on every CTA of its cluster);
+// math, copy and pipe for the kernel's 128 x 256 tile and for 256 x 128 (each math warpgroup
+// two m64n128 per K step on the same B: 36 KB a stage instead of 42).
 // One CTA per SM, 384 threads (the kernel's); bf16 and e4m3 (same bytes, twice the FLOPs per
 // stage). Operands: valid non-zero values, valid ordered 2:4 metadata, mixed. Each launch is
 // timed by events (median of 5 after 2 warm-ups) and by clock64 on every CTA (cycles: the mean
 // over CTAs of the math warpgroup's, or the copier's or storers' loop), so the rates per clock
-// do not depend on the clock the card chose. Answers on the H100: docs/benchmarks.md, "What the
-// shared memory allows".
+// do not depend on the clock the card chose. Answers on the H100: docs/benchmarks.md, "What
+// shared memory and the L2 allow".
 //
 // Build: the CMake target spmma_smem_probe (sm_90a). Run: spmma_smem_probe [stages per launch
-// [mode [type]]] (a mode or type named runs that one alone, e.g. for Nsight Compute).
+// [mode [type [ring]]]] (a mode or type named runs that one alone, e.g. for Nsight Compute; ring:
+// the copy and pipe modes' stages in flight, 2-5, default 5).
 #include <cuda.h>
 #include <cuda_runtime.h>
 
@@ -45,6 +52,7 @@
 
 #include "cuda_check.hpp"
 #include "gemm_forms_sm90.cuh"
+#include "ptx/cluster.cuh"
 #include "ptx/mbarrier.cuh"
 #include "ptx/wgmma.cuh"
 
@@ -56,11 +64,22 @@ using spmma::ElemType;
 // columns x 128 B, the largest metadata box (32 lanes x 2 words x 8 row blocks).
 constexpr int kRows = 128, kCols = 256, kABytes = kRows * 64, kBBytes = kCols * 128, kMetaBytes = 2048;
 constexpr int kStageBytes = kABytes + kBBytes + kMetaBytes;  // 43,008
-constexpr int kRing = 5;                                     // the kernel's stages at this width
-constexpr int kStsBytes = 12 * 1024;                         // the storers' own region
+constexpr int kRing = 5;              // the kernel's stages at this width; a launch may use fewer (its ring)
+constexpr int kStsBytes = 12 * 1024;  // the storers' own region
 constexpr int kThreads = 384;
 constexpr int kSmem = 1024 + kRing * kStageBytes + kStsBytes + 256;
 static_assert(kStageBytes % 1024 == 0, "stages keep the swizzle atoms' alignment");
+// The CTA tile: the kernel's 128 x 256 (each math warpgroup 64 rows, one m64n256 per K step), or
+// 256 x 128 (each 128 rows: two m64n128 per K step on the same B, two sets of 64 sums): 36 KB a
+// stage instead of 42 for the same FLOPs, 80 KB of wgmma reads instead of 72.
+template <bool Tall>
+struct Tile {
+  static constexpr int rows = Tall ? 256 : 128, cols = Tall ? 128 : 256;
+  static constexpr int a = rows * 64, b = cols * 128, meta = rows / 16 * 256, stage = a + b + meta;
+  static constexpr const char* name = Tall ? "256x128" : "128x256";
+};
+static_assert(Tile<false>::stage == kStageBytes && Tile<true>::stage <= kStageBytes && Tile<true>::stage % 1024 == 0,
+              "the ring holds either tile's stages");
 static_assert(kSmem <= 227 * 1024, "fits one CTA per SM");
 
 enum Mode : int { kMath, kSts, kMathSts, kCopy, kPipe, kPipeMeta, kModes };
@@ -70,7 +89,7 @@ const char* const kModeNames[kModes] = {"math", "sts", "math+sts", "copy", "pipe
 // MB, 182 MB in all: past the 50 MB L2, so from HBM).
 struct Source {
   const char* name;
-  int stages;         // per CTA
+  int stages;  // per CTA
   bool per_cta;
 };
 constexpr Source kSources[] = {{"shared", 16, false}, {"l2", 2, true}, {"hbm", 32, true}};
@@ -92,10 +111,11 @@ __device__ uint32_t meta_word(uint32_t seed) {
   return e;
 }
 
-template <ElemType T>
-__global__ void __launch_bounds__(kThreads, 1)
-    probe(const uint8_t* src, int src_stages, int64_t cta_stride, int mode, int stages, CtaResult* out) {
+template <ElemType T, bool Tall>
+__global__ void __launch_bounds__(kThreads, 1) probe(const uint8_t* src, int src_stages, int64_t cta_stride, int mode,
+                                                     int stages, int cluster, int ring, CtaResult* out) {
   using F = spmma::sm90::Form<T, T>;
+  using Tl = Tile<Tall>;
   extern __shared__ uint8_t raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(raw) + 1023) & ~uintptr_t{1023});
   const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
@@ -104,22 +124,35 @@ __global__ void __launch_bounds__(kThreads, 1)
   uint64_t* empty = full + kRing;
   volatile int* done = reinterpret_cast<volatile int*>(empty + kRing);
   const bool copies = mode == kCopy || mode == kPipe || mode == kPipeMeta, math = mode != kSts && mode != kCopy;
+  // In a cluster (the kernel's clusters along M): every CTA loads 1/cluster of B's stage and
+  // multicasts it to all, and each math warp frees a slot on every CTA's empty barrier.
+  const int rank = cluster > 1 ? static_cast<int>(spmma::ptx::cluster_rank()) : 0;
   if (threadIdx.x == 0) {
-    for (int s = 0; s < kRing; ++s) spmma::ptx::mbar_init(full + s, 1), spmma::ptx::mbar_init(empty + s, 8);
+    for (int s = 0; s < kRing; ++s) spmma::ptx::mbar_init(full + s, 1), spmma::ptx::mbar_init(empty + s, 8 * cluster);
     *done = 0;
     spmma::ptx::mbar_fence_init();
   }
-  __syncthreads();
+  if (cluster > 1)
+    spmma::ptx::cluster_sync();
+  else
+    __syncthreads();
   const int wg = threadIdx.x / 128, lane = threadIdx.x % 32;
   auto copy_stage = [&](int slot, int s) {
-    uint8_t* dst = smem + slot * kStageBytes;
-    const uint8_t* from = src + blockIdx.x * cta_stride + (s % src_stages) * kStageBytes;
-    spmma::ptx::mbar_arrive_expect_tx(full + slot, kStageBytes);
-    ::cuda::ptx::cp_async_bulk(::cuda::ptx::space_cluster, ::cuda::ptx::space_global, dst, from, kABytes, full + slot);
-    ::cuda::ptx::cp_async_bulk(::cuda::ptx::space_cluster, ::cuda::ptx::space_global, dst + kABytes, from + kABytes,
-                               kBBytes, full + slot);
-    ::cuda::ptx::cp_async_bulk(::cuda::ptx::space_cluster, ::cuda::ptx::space_global, dst + kABytes + kBBytes,
-                               from + kABytes + kBBytes, kMetaBytes, full + slot);
+    uint8_t* dst = smem + slot * Tl::stage;
+    const uint8_t* from = src + blockIdx.x * cta_stride + (s % src_stages) * Tl::stage;
+    spmma::ptx::mbar_arrive_expect_tx(full + slot, Tl::stage);
+    ::cuda::ptx::cp_async_bulk(::cuda::ptx::space_cluster, ::cuda::ptx::space_global, dst, from, Tl::a, full + slot);
+    if (cluster == 1) {
+      ::cuda::ptx::cp_async_bulk(::cuda::ptx::space_cluster, ::cuda::ptx::space_global, dst + Tl::a, from + Tl::a,
+                                 Tl::b, full + slot);
+    } else {
+      const int share = Tl::b / cluster;
+      ::cuda::ptx::cp_async_bulk(::cuda::ptx::space_cluster, ::cuda::ptx::space_global, dst + Tl::a + rank * share,
+                                 from + Tl::a + rank * share, share, full + slot,
+                                 static_cast<uint16_t>((1u << cluster) - 1));
+    }
+    ::cuda::ptx::cp_async_bulk(::cuda::ptx::space_cluster, ::cuda::ptx::space_global, dst + Tl::a + Tl::b,
+                               from + Tl::a + Tl::b, Tl::meta, full + slot);
   };
   CtaResult r{};
   if (wg == 0) {
@@ -131,7 +164,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (int s = 0; s < stages; ++s) {
           spmma::ptx::mbar_wait(empty + slot, phase);
           copy_stage(slot, s);
-          if (++slot == kRing) slot = 0, phase ^= 1;
+          if (++slot == ring) slot = 0, phase ^= 1;
         }
       } else if (math) {
         for (int s = 0; s < kRing; ++s) copy_stage(s, s);  // the stages the math reads, once
@@ -158,10 +191,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   } else {
     const int c = wg - 1;
-    uint32_t e0 = meta_word(blockIdx.x * kThreads + threadIdx.x), e1 = meta_word(~(blockIdx.x * kThreads + threadIdx.x));
+    uint32_t e0 = meta_word(blockIdx.x * kThreads + threadIdx.x),
+             e1 = meta_word(~(blockIdx.x * kThreads + threadIdx.x));
     // pipe+meta: each stage's metadata words read from the stage as the kernel's ConsumerView
     // does (32 lanes per 16-row block: lane i's two words at 8i of its warp's 256-byte block).
-    const int meta_off = kABytes + kBBytes + (4 * c + (threadIdx.x / 32) % 4) * 256 + lane * 8;
+    const int meta_off = Tl::a + Tl::b + (4 * c + (threadIdx.x / 32) % 4) * 256 + lane * 8;
     float acc[kCols / 2];
 #pragma unroll
     for (int i = 0; i < kCols / 2; ++i) acc[i] = 0.f;
@@ -174,22 +208,36 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int s = 0; s < stages; ++s) {
       if (copies) spmma::ptx::mbar_wait(full + slot, phase);
       if (math) {
-        const uint32_t a = base + slot * kStageBytes + c * 64 * 64, b = base + slot * kStageBytes + kABytes;
+        const uint32_t a = base + slot * Tl::stage + c * (Tl::rows / 2) * 64, b = base + slot * Tl::stage + Tl::a;
         const uint64_t da = spmma::ptx::smem_desc<64>(a), db = spmma::ptx::smem_desc<128>(b);
         if (mode == kPipeMeta) {
-          const uint2 m = *reinterpret_cast<const uint2*>(smem + slot * kStageBytes + meta_off);
+          const uint2 m = *reinterpret_cast<const uint2*>(smem + slot * Tl::stage + meta_off);
           e0 = m.x, e1 = m.y;
         }
         spmma::ptx::fence_operands(acc);
         spmma::ptx::wgmma_fence();
-        F::template mma<kCols>(acc, da, db, e0, true);
-        F::template mma<kCols>(acc, da + 32 / 16, db + 64 / 16, e1, true);
+        if constexpr (Tall) {  // rows 128c .. + 63 and + 64 .. + 127, each against all of B
+          auto& lo = *reinterpret_cast<float(*)[kCols / 4]>(acc);
+          auto& hi = *reinterpret_cast<float(*)[kCols / 4]>(acc + kCols / 4);
+          const uint64_t da1 = da + 64 * 64 / 16;
+          F::template mma<Tl::cols>(lo, da, db, e0, true);
+          F::template mma<Tl::cols>(hi, da1, db, e1, true);
+          F::template mma<Tl::cols>(lo, da + 32 / 16, db + 64 / 16, e1, true);
+          F::template mma<Tl::cols>(hi, da1 + 32 / 16, db + 64 / 16, e0, true);
+        } else {
+          F::template mma<kCols>(acc, da, db, e0, true);
+          F::template mma<kCols>(acc, da + 32 / 16, db + 64 / 16, e1, true);
+        }
         spmma::ptx::wgmma_commit();
         spmma::ptx::wgmma_wait<0>();
         spmma::ptx::fence_operands(acc);
       }
-      if (copies) spmma::ptx::mbar_arrive_if(lane == 0, empty + slot);
-      if (++slot == kRing) slot = 0, phase ^= 1;
+      if (copies) {
+        spmma::ptx::mbar_arrive_if(lane == 0, empty + slot);
+        for (int j = 1; j < cluster; ++j)
+          spmma::ptx::mbar_arrive_cluster_if(lane == 0, spmma::ptx::in_cta(empty + slot, rank ^ j));
+      }
+      if (++slot == ring) slot = 0, phase ^= 1;
     }
     r.math_cycles = clock64() - t0;
     if (threadIdx.x == 128) *done = 1;
@@ -204,9 +252,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   __syncthreads();
   if (r.sts_bytes) atomicAdd(&sts_bytes, r.sts_bytes), atomicMax(&sts_cycles, r.sts_cycles);
   __syncthreads();
-  if (threadIdx.x == 0) out[blockIdx.x].copy_cycles = r.copy_cycles, out[blockIdx.x].sts_bytes = sts_bytes,
-                        out[blockIdx.x].sts_cycles = sts_cycles;
+  if (threadIdx.x == 0)
+    out[blockIdx.x].copy_cycles = r.copy_cycles, out[blockIdx.x].sts_bytes = sts_bytes,
+    out[blockIdx.x].sts_cycles = sts_cycles;
   if (threadIdx.x == 128) out[blockIdx.x].math_cycles = r.math_cycles, out[blockIdx.x].sink = r.sink;
+  if (cluster > 1) spmma::ptx::cluster_sync();  // no CTA leaves while another may arrive on or write into it
 }
 
 // Source stages of valid, non-zero values (bf16 in [-2, 2], e4m3 finite, both signs).
@@ -242,70 +292,107 @@ int main(int argc, char** argv) {
   const int stages = argc > 1 ? std::atoi(argv[1]) : 16384;
   const char* only_mode = argc > 2 ? argv[2] : nullptr;
   const char* only_type = argc > 3 ? argv[3] : nullptr;
+  const int ring = argc > 4 ? std::atoi(argv[4]) : kRing;  // stages in flight of copy and pipe
+  if (ring < 2 || ring > kRing) {
+    std::fprintf(stderr, "ring %d: 2 .. %d stages\n", ring, kRing);
+    return 1;
+  }
   int dev = 0, sms = 0;
   CK(cudaGetDevice(&dev));
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   cudaDeviceProp prop{};
   CK(cudaGetDeviceProperties(&prop, dev));
-  std::printf("device %s, %d SMs; %d stages per CTA per launch; stage %d B (A %d, B %d, metadata %d)\n", prop.name, sms,
-              stages, kStageBytes, kABytes, kBBytes, kMetaBytes);
+  std::printf("device %s, %d SMs; %d stages per CTA per launch, %d in flight; stage %d B (A %d, B %d, metadata %d)\n",
+              prop.name, sms, stages, ring, kStageBytes, kABytes, kBBytes, kMetaBytes);
   CtaResult* out = nullptr;
   CK(cudaMalloc(&out, sizeof(CtaResult) * sms));
   cudaEvent_t a, b;
   CK(cudaEventCreate(&a));
   CK(cudaEventCreate(&b));
-  std::printf("%-5s %-9s %-6s %9s %10s %10s %11s %11s %11s %11s %9s\n", "type", "mode", "source", "ms", "TFLOP/s",
-              "FLOP/clk", "read B/clk", "copy B/clk", "sts B/clk", "smem B/clk", "copy GB/s");
+  std::printf("%-5s %-7s %-9s %-6s %2s %4s %9s %10s %10s %11s %11s %11s %11s %9s\n", "type", "tile", "mode", "source",
+              "cl", "ctas", "ms", "TFLOP/s", "FLOP/clk", "read B/clk", "copy B/clk", "sts B/clk", "smem B/clk",
+              "L2 GB/s");
   for (const ElemType t : {ElemType::bf16, ElemType::e4m3}) {
     if (only_type && std::strcmp(only_type, t == ElemType::bf16 ? "bf16" : "e4m3") != 0) continue;
     // Every CTA's kMaxSrcStages stages (the hbm source's extent), each a copy of the same host stages.
     const std::vector<uint8_t> host = source(t);
     uint8_t* src = nullptr;
     CK(cudaMalloc(&src, host.size() * sms));
-    for (int c = 0; c < sms; ++c) CK(cudaMemcpy(src + host.size() * c, host.data(), host.size(), cudaMemcpyHostToDevice));
-    const auto kernel = t == ElemType::bf16 ? probe<ElemType::bf16> : probe<ElemType::e4m3>;
-    CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
-    // Per stage: 2 warpgroups x 2 instructions, each 64 rows x 256 columns x (32 bf16 | 64 e4m3)
-    // of dense K, reading 2 KB of A and 16 KB of B.
-    const double flop_stage = 2.0 * kRows * kCols * (t == ElemType::bf16 ? 64 : 128), read_stage = 2 * 2 * (2048 + 16384);
+    for (int c = 0; c < sms; ++c)
+      CK(cudaMemcpy(src + host.size() * c, host.data(), host.size(), cudaMemcpyHostToDevice));
     for (int mode = 0; mode < kModes; ++mode) {
       if (only_mode && std::strcmp(only_mode, kModeNames[mode]) != 0) continue;
       const bool math = mode != kSts && mode != kCopy, copies = mode == kCopy || mode == kPipe || mode == kPipeMeta;
-      for (const Source& so : kSources) {
-        if (!copies && &so != kSources) continue;  // the stages loaded once: the shared source
-        const int64_t stride = so.per_cta ? static_cast<int64_t>(so.stages) * kStageBytes : 0;
-        std::vector<float> ms;
-        std::vector<CtaResult> res(sms);
-        for (int i = 0; i < 7; ++i) {
-          CK(cudaEventRecord(a));
-          kernel<<<sms, kThreads, kSmem>>>(src, so.stages, stride, mode, stages, out);
-          CK(cudaEventRecord(b));
-          CK(cudaEventSynchronize(b));
-          CK(cudaGetLastError());
-          float m = 0;
-          CK(cudaEventElapsedTime(&m, a, b));
-          if (i >= 2) ms.push_back(m);
+      for (const bool tall : {false, true}) {
+        if (tall && mode != kMath && mode != kCopy && mode != kPipe) continue;
+        const auto kernel = t == ElemType::bf16 ? (tall ? probe<ElemType::bf16, true> : probe<ElemType::bf16, false>)
+                                                : (tall ? probe<ElemType::e4m3, true> : probe<ElemType::e4m3, false>);
+        CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+        // Per stage: 2 warpgroups x (2 instructions m64n256, or 4 m64n128) x (32 bf16 | 64 e4m3) of
+        // dense K, each reading 2 KB of A and (16 | 8) KB of B.
+        const double flop_stage = 2.0 * kRows * kCols * (t == ElemType::bf16 ? 64 : 128),
+                     read_stage = tall ? 2 * 4 * (2048 + 8192) : 2 * 2 * (2048 + 16384);
+        const int st_a = tall ? Tile<true>::a : Tile<false>::a, st_b = tall ? Tile<true>::b : Tile<false>::b,
+                  st_meta = tall ? Tile<true>::meta : Tile<false>::meta, st = st_a + st_b + st_meta;
+        for (const Source& so : kSources) {
+          if (!copies && &so != kSources) continue;  // the stages loaded once: the shared source
+          for (const int cluster : {1, 2, 4}) {
+            if (!copies && cluster > 1) continue;
+            const int64_t stride = so.per_cta ? static_cast<int64_t>(so.stages) * kStageBytes : 0;
+            cudaLaunchConfig_t cfg{};
+            cudaLaunchAttribute attr{};
+            attr.id = cudaLaunchAttributeClusterDimension;
+            attr.val.clusterDim.x = static_cast<unsigned>(cluster), attr.val.clusterDim.y = 1,
+            attr.val.clusterDim.z = 1;
+            cfg.blockDim = dim3(kThreads), cfg.dynamicSmemBytes = kSmem, cfg.attrs = &attr, cfg.numAttrs = 1;
+            int ctas = sms;
+            if (cluster > 1) {  // as many whole clusters as the GPU holds at once
+              int n = 0;
+              cfg.gridDim = dim3(static_cast<unsigned>(cluster));
+              CK(cudaOccupancyMaxActiveClusters(&n, kernel, &cfg));
+              ctas = std::min(sms, n * cluster);
+            }
+            cfg.gridDim = dim3(static_cast<unsigned>(ctas));
+            std::vector<float> ms;
+            std::vector<CtaResult> res(ctas);
+            for (int i = 0; i < 7; ++i) {
+              CK(cudaEventRecord(a));
+              CK(cudaLaunchKernelEx(&cfg, kernel, static_cast<const uint8_t*>(src), so.stages, stride, mode, stages,
+                                    cluster, ring, out));
+              CK(cudaEventRecord(b));
+              CK(cudaEventSynchronize(b));
+              CK(cudaGetLastError());
+              float m = 0;
+              CK(cudaEventElapsedTime(&m, a, b));
+              if (i >= 2) ms.push_back(m);
+            }
+            CK(cudaMemcpy(res.data(), out, sizeof(CtaResult) * ctas, cudaMemcpyDeviceToHost));
+            std::sort(ms.begin(), ms.end());
+            const double med = ms[ms.size() / 2];
+            double math_cyc = 0, copy_cyc = 0, sts_cyc = 0, sts_bytes = 0;
+            bool finite = true;
+            for (const CtaResult& r : res) {
+              math_cyc += static_cast<double>(r.math_cycles) / ctas,
+                  copy_cyc += static_cast<double>(r.copy_cycles) / ctas;
+              sts_cyc += static_cast<double>(r.sts_cycles) / ctas, sts_bytes += static_cast<double>(r.sts_bytes) / ctas;
+              finite = finite && std::isfinite(r.sink);
+            }
+            const double span = math ? math_cyc : copies ? copy_cyc : sts_cyc;
+            const double flop_clk = math ? flop_stage * stages / span : 0,
+                         read_clk = math ? read_stage * stages / span : 0;
+            const double copy_clk = copies ? static_cast<double>(st) * stages / span : 0;
+            const double sts_clk = sts_cyc > 0 ? sts_bytes / sts_cyc : 0;
+            // Bytes from the L2 (or HBM): a CTA's A and metadata, and its share of B.
+            const double l2_stage = st_a + st_meta + static_cast<double>(st_b) / cluster;
+            const double l2_gbps = copies ? l2_stage * stages * ctas / (med * 1e6) : 0;
+            std::printf("%-5s %-7s %-9s %-6s %2d %4d %9.3f %10.1f %10.0f %11.1f %11.1f %11.1f %11.1f %9.0f%s\n",
+                        t == ElemType::bf16 ? "bf16" : "e4m3", tall ? Tile<true>::name : Tile<false>::name,
+                        kModeNames[mode], copies ? so.name : "-", cluster, ctas, med,
+                        math ? flop_stage * stages * ctas / (med * 1e9) : 0.0, flop_clk, read_clk, copy_clk, sts_clk,
+                        read_clk + copy_clk + sts_clk, l2_gbps, finite ? "" : "  (non-finite sums!)");
+            if (!finite) return 2;
+          }
         }
-        CK(cudaMemcpy(res.data(), out, sizeof(CtaResult) * sms, cudaMemcpyDeviceToHost));
-        std::sort(ms.begin(), ms.end());
-        const double med = ms[ms.size() / 2];
-        double math_cyc = 0, copy_cyc = 0, sts_cyc = 0, sts_bytes = 0;
-        bool finite = true;
-        for (const CtaResult& r : res) {
-          math_cyc += static_cast<double>(r.math_cycles) / sms, copy_cyc += static_cast<double>(r.copy_cycles) / sms;
-          sts_cyc += static_cast<double>(r.sts_cycles) / sms, sts_bytes += static_cast<double>(r.sts_bytes) / sms;
-          finite = finite && std::isfinite(r.sink);
-        }
-        const double span = math ? math_cyc : copies ? copy_cyc : sts_cyc;
-        const double flop_clk = math ? flop_stage * stages / span : 0, read_clk = math ? read_stage * stages / span : 0;
-        const double copy_clk = copies ? static_cast<double>(kStageBytes) * stages / span : 0;
-        const double sts_clk = sts_cyc > 0 ? sts_bytes / sts_cyc : 0;
-        const double copy_gbps = copies ? static_cast<double>(kStageBytes) * stages * sms / (med * 1e6) : 0;
-        std::printf("%-5s %-9s %-6s %9.3f %10.1f %10.0f %11.1f %11.1f %11.1f %11.1f %9.0f%s\n",
-                    t == ElemType::bf16 ? "bf16" : "e4m3", kModeNames[mode], copies ? so.name : "-", med,
-                    math ? flop_stage * stages * sms / (med * 1e9) : 0.0, flop_clk, read_clk, copy_clk, sts_clk,
-                    read_clk + copy_clk + sts_clk, copy_gbps, finite ? "" : "  (non-finite sums!)");
-        if (!finite) return 2;
       }
     }
     CK(cudaFree(src));
