@@ -444,8 +444,7 @@ class CpuBackend final : public Backend {
   }
 
   std::unique_ptr<Kernel> plan(const MatmulDesc& desc, const PlanOptions& o) override {
-    if (o.kernel != KernelFamily::automatic || o.tile_n || o.tile_m || o.splits || o.group_m || o.cluster_m ||
-        o.grid != GridKind::automatic || !o.dependent_launch)
+    if (o.kernel != KernelFamily::automatic || pins_kernel_choices(o))
       fail(Status::not_supported, "PlanOptions pin a GPU kernel's choices; the CPU backend has none (leave them 0 / "
                                   "automatic / dependent_launch true for a CPU handle)");
     // matmul.cpp validated the description against api_type_combos(): the CPU runs all of it.

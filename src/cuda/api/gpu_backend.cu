@@ -258,8 +258,7 @@ struct GpuBackend final : Backend {
                                                                              : "tile_m (the decode kernel)") +
                                       ": the sm90 kernels cannot run this plan (" + k.sm80_why + ")");
     if (!k.sm80_why.empty()) {
-      if (pins.tile_n || pins.tile_m || pins.splits || pins.group_m || pins.cluster_m || pins.grid != GridKind::automatic ||
-          !pins.dependent_launch)
+      if (pins_kernel_choices(pins))
         fail(Status::not_supported, "PlanOptions: tile_n, tile_m, splits, group_m, cluster_m, grid and dependent_launch pin the sm90 kernels' choices; this plan runs "
                                     "the sm80 kernel (" + k.sm80_why + "), whose tile is fixed (" + sm80::describe_tile() +
                                     ") and which has no split K");
