@@ -60,26 +60,26 @@ namespace {
 
 using spmma::ElemType;
 
-// The kernel's stage at its 256-wide tile (src/cuda/sm90/tiles.hpp): A 128 rows x 64 B, B 256
-// columns x 128 B, the largest metadata box (32 lanes x 2 words x 8 row blocks).
-constexpr int kRows = 128, kCols = 256, kABytes = kRows * 64, kBBytes = kCols * 128, kMetaBytes = 2048;
-constexpr int kStageBytes = kABytes + kBBytes + kMetaBytes;  // 43,008
-constexpr int kRing = 5;              // the kernel's stages at this width; a launch may use fewer (its ring)
-constexpr int kStsBytes = 12 * 1024;  // the storers' own region
-constexpr int kThreads = 384;
-constexpr int kSmem = 1024 + kRing * kStageBytes + kStsBytes + 256;
-static_assert(kStageBytes % 1024 == 0, "stages keep the swizzle atoms' alignment");
 // The CTA tile: the kernel's 128 x 256 (each math warpgroup 64 rows, one m64n256 per K step), or
 // 256 x 128 (each 128 rows: two m64n128 per K step on the same B, two sets of 64 sums): 36 KB a
-// stage instead of 42 for the same FLOPs, 80 KB of wgmma reads instead of 72.
+// stage instead of 42 for the same FLOPs, 80 KB of wgmma reads instead of 72. A stage: A rows x
+// 64 B, B columns x 128 B, the largest metadata box (32 lanes x 2 words per 16-row block).
 template <bool Tall>
 struct Tile {
   static constexpr int rows = Tall ? 256 : 128, cols = Tall ? 128 : 256;
   static constexpr int a = rows * 64, b = cols * 128, meta = rows / 16 * 256, stage = a + b + meta;
   static constexpr const char* name = Tall ? "256x128" : "128x256";
 };
-static_assert(Tile<false>::stage == kStageBytes && Tile<true>::stage <= kStageBytes && Tile<true>::stage % 1024 == 0,
-              "the ring holds either tile's stages");
+using Wide = Tile<false>;  // the kernel's at its 256-wide tile (src/cuda/sm90/tiles.hpp)
+static_assert(Wide::rows * Wide::cols == Tile<true>::rows * Tile<true>::cols, "the same FLOPs per stage");
+constexpr int kSums = Wide::rows * Wide::cols / 256;  // a math thread's: 128 (or two sets of 64)
+constexpr int kStageBytes = Wide::stage;              // a ring slot: 43,008 B, either tile's stage
+static_assert(kStageBytes % 1024 == 0 && Tile<true>::stage <= kStageBytes && Tile<true>::stage % 1024 == 0,
+              "the ring holds either tile's stages, aligned for the swizzle atoms");
+constexpr int kRing = 5;              // the kernel's stages at this width; a launch may use fewer (its ring)
+constexpr int kStsBytes = 12 * 1024;  // the storers' own region
+constexpr int kThreads = 384;
+constexpr int kSmem = 1024 + kRing * kStageBytes + kStsBytes + 256;
 static_assert(kSmem <= 227 * 1024, "fits one CTA per SM");
 
 enum Mode : int { kMath, kSts, kMathSts, kCopy, kPipe, kPipeMeta, kModes };
@@ -100,8 +100,9 @@ struct CtaResult {
   float sink;
 };
 
-// Valid ordered 2:4 metadata, mixed per nibble (bench/mma_peak.cu's rule).
-__device__ uint32_t meta_word(uint32_t seed) {
+// Valid ordered 2:4 metadata, mixed per nibble (bench/mma_peak.cu's rule): the math's registers
+// and the stages' metadata regions (pipe+meta).
+__host__ __device__ uint32_t meta_word(uint32_t seed) {
   constexpr uint32_t kPairs = 0xEDC984;  // the six nibbles 0x4, 0x8, 0xC, 0x9, 0xD, 0xE
   uint32_t r = seed * 2654435761u + 0x5bd1e995u, e = 0;
   for (int i = 0; i < 8; ++i) {
@@ -196,9 +197,9 @@ __global__ void __launch_bounds__(kThreads, 1) probe(const uint8_t* src, int src
     // pipe+meta: each stage's metadata words read from the stage as the kernel's ConsumerView
     // does (32 lanes per 16-row block: lane i's two words at 8i of its warp's 256-byte block).
     const int meta_off = Tl::a + Tl::b + (4 * c + (threadIdx.x / 32) % 4) * 256 + lane * 8;
-    float acc[kCols / 2];
+    float acc[kSums];
 #pragma unroll
-    for (int i = 0; i < kCols / 2; ++i) acc[i] = 0.f;
+    for (int i = 0; i < kSums; ++i) acc[i] = 0.f;
     if (math && !copies) {  // the stages loaded once
       for (int s = 0; s < kRing; ++s) spmma::ptx::mbar_wait(full + s, 0);
     }
@@ -217,16 +218,16 @@ __global__ void __launch_bounds__(kThreads, 1) probe(const uint8_t* src, int src
         spmma::ptx::fence_operands(acc);
         spmma::ptx::wgmma_fence();
         if constexpr (Tall) {  // rows 128c .. + 63 and + 64 .. + 127, each against all of B
-          auto& lo = *reinterpret_cast<float(*)[kCols / 4]>(acc);
-          auto& hi = *reinterpret_cast<float(*)[kCols / 4]>(acc + kCols / 4);
+          auto& lo = *reinterpret_cast<float(*)[kSums / 2]>(acc);
+          auto& hi = *reinterpret_cast<float(*)[kSums / 2]>(acc + kSums / 2);
           const uint64_t da1 = da + 64 * 64 / 16;
           F::template mma<Tl::cols>(lo, da, db, e0, true);
           F::template mma<Tl::cols>(hi, da1, db, e1, true);
           F::template mma<Tl::cols>(lo, da + 32 / 16, db + 64 / 16, e1, true);
           F::template mma<Tl::cols>(hi, da1 + 32 / 16, db + 64 / 16, e0, true);
         } else {
-          F::template mma<kCols>(acc, da, db, e0, true);
-          F::template mma<kCols>(acc, da + 32 / 16, db + 64 / 16, e1, true);
+          F::template mma<Wide::cols>(acc, da, db, e0, true);
+          F::template mma<Wide::cols>(acc, da + 32 / 16, db + 64 / 16, e1, true);
         }
         spmma::ptx::wgmma_commit();
         spmma::ptx::wgmma_wait<0>();
@@ -243,7 +244,7 @@ __global__ void __launch_bounds__(kThreads, 1) probe(const uint8_t* src, int src
     if (threadIdx.x == 128) *done = 1;
     float sum = 0.f;
 #pragma unroll
-    for (int i = 0; i < kCols / 2; ++i) sum += acc[i];
+    for (int i = 0; i < kSums; ++i) sum += acc[i];
     r.sink = sum;
   }
   // One record per CTA: the first math thread's cycles, the copier's, the storers' (summed bytes).
@@ -275,12 +276,12 @@ std::vector<uint8_t> source(ElemType t) {
       }
     }
   }
-  // Each stage's metadata region: valid ordered 2:4 nibbles (pipe+meta reads them).
+  // Each stage's metadata region (the wide tile's place: pipe+meta, which runs that tile, reads it):
+  // valid ordered 2:4 nibbles.
   for (int st = 0; st < kMaxSrcStages; ++st)
-    for (int w = 0; w < kMetaBytes / 4; ++w) {
-      uint32_t e = 0, x = g();
-      for (int i = 0; i < 8; ++i, x /= 6) e |= ((0xEDC984u >> (4 * (x % 6))) & 0xFu) << (4 * i);
-      std::memcpy(&v[static_cast<size_t>(st) * kStageBytes + kABytes + kBBytes + 4 * w], &e, 4);
+    for (int w = 0; w < Wide::meta / 4; ++w) {
+      const uint32_t e = meta_word(g());
+      std::memcpy(&v[static_cast<size_t>(st) * kStageBytes + Wide::a + Wide::b + 4 * w], &e, 4);
     }
   return v;
 }
@@ -303,7 +304,7 @@ int main(int argc, char** argv) {
   cudaDeviceProp prop{};
   CK(cudaGetDeviceProperties(&prop, dev));
   std::printf("device %s, %d SMs; %d stages per CTA per launch, %d in flight; stage %d B (A %d, B %d, metadata %d)\n",
-              prop.name, sms, stages, ring, kStageBytes, kABytes, kBBytes, kMetaBytes);
+              prop.name, sms, stages, ring, kStageBytes, Wide::a, Wide::b, Wide::meta);
   CtaResult* out = nullptr;
   CK(cudaMalloc(&out, sizeof(CtaResult) * sms));
   cudaEvent_t a, b;
@@ -330,7 +331,7 @@ int main(int argc, char** argv) {
         CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
         // Per stage: 2 warpgroups x (2 instructions m64n256, or 4 m64n128) x (32 bf16 | 64 e4m3) of
         // dense K, each reading 2 KB of A and (16 | 8) KB of B.
-        const double flop_stage = 2.0 * kRows * kCols * (t == ElemType::bf16 ? 64 : 128),
+        const double flop_stage = 2.0 * Wide::rows * Wide::cols * (t == ElemType::bf16 ? 64 : 128),
                      read_stage = tall ? 2 * 4 * (2048 + 8192) : 2 * 2 * (2048 + 16384);
         const int st_a = tall ? Tile<true>::a : Tile<false>::a, st_b = tall ? Tile<true>::b : Tile<false>::b,
                   st_meta = tall ? Tile<true>::meta : Tile<false>::meta, st = st_a + st_b + st_meta;
