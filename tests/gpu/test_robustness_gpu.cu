@@ -1151,6 +1151,43 @@ TEST_F(Robust, EpilogueRunsOfEightMatchTheCpu) {
       }
 }
 
+// The general epilogue's loop over a warp's 16 x 16 blocks (sm90/epilogue.cuh: the block picked
+// at run time from the accumulator registers, by a switch) at every tile width the kernel is
+// built with, each on purpose: every block of a whole tile (N = width + 40: one whole tile and one
+// partial one, whose blocks past N are skipped and whose edge block goes element by element),
+// both D layouts, with alpha, beta·C, bias, both scale vectors and GELU; bf16 (plain sums, widths
+// 64, 128, 256), e4m3 with promoted sums (64, 128, 192 and the Lean 256-wide kernel) and s8 -> s32
+// (the epilogue in double).
+TEST_F(Robust, GeneralEpilogueEveryTileWidthMatchesTheCpu) {
+  if (supported_types(*h_).empty()) GTEST_SKIP() << "no GPU";
+  if (!sm90_runs()) GTEST_SKIP() << "the sm90 kernel does not run here (needs an sm_90 GPU and sm_90a machine code)";
+  std::mt19937_64 rng(seed() + 26);
+  int runs = 0;
+  for (auto [a, cd] : {std::pair{T::bf16, T::bf16}, std::pair{T::e4m3, T::bf16}, std::pair{T::e4m3, T::e4m3},
+                       std::pair{T::s8, T::s32}})
+    for (int tile : {64, 128, 192, 256}) {
+      if (tile == 192 && !detail::gemm_promotes(a)) continue;  // 192 is built for promoted fp8 only
+      for (Order cdo : {Order::row_major, Order::col_major}) {
+        SCOPED_TRACE(std::string(type_name(a)) + " -> " + std::string(type_name(cd)) + " tile " + std::to_string(tile) +
+                     (cdo == Order::row_major ? ", row-major D" : ", column-major D"));
+        MatmulDesc d = desc_of(a, a, cd, 136, tile + 40, 6 * kstep(a));
+        d.cd_order = cdo, d.batch = 2;
+        d.bias = d.scale_rows = d.scale_cols = true;
+        d.activation = Activation::gelu;
+        RunOpts o;
+        o.plan.kernel = KernelFamily::sm90;
+        o.plan.tile_n = tile;
+        o.alpha = 0.75f, o.beta = 0.5f;
+        if (a == T::e4m3) o.acc_rel = kFp8MmaRel;
+        Images im = make_images(d, rng, {});
+        twin(d, im, o, *h_);
+        EXPECT_EQ(Plan(*h_, d, o.plan).info().tile_n, tile);
+        ++runs;
+      }
+    }
+  EXPECT_EQ(runs, 28);
+}
+
 // fp8 D saturates to its largest finite value on both backends, on every way out of both kernels:
 // the plain epilogue (alpha 1: the sm90 kernel's 8-byte row stores through its scratch, or
 // column-major D elementwise), the general one (alpha, bias, ReLU), split K's hand-over in the cluster. B is scaled

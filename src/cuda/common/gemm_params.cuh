@@ -264,27 +264,94 @@ __device__ __forceinline__ void store_plain(const Params& p, int64_t idx, const 
   }
 }
 
-// The general epilogue (any alpha, beta·C, bias, scale vectors, activation) of N elements that
-// follow each other along D's contiguous dimension from (row, col): columns col .. col+N-1 of
-// row for row-major D, rows row .. row+N-1 of col for column-major D; from their raw
-// accumulator words, each value as epilogue_store computes it, stored whole (vector_runs_ok(p,
-// N), all N inside D). Element by element with a 1- to 4-byte store each, the general epilogue
-// cost 0.75 ms on top of the plain one's 1.03 ms at bf16 8192³ on the H100 (scales + bias,
-// e4m3 D; docs/benchmarks.md).
-template <int N, class Real, class Acc>
-__device__ __forceinline__ void store_general_in(const Params& p, int batch, int row, int col, const uint32_t* raw) {
-  const bool cm = p.cd_col_major;
-  Real v[N];
+// C's N elements idx .. idx+N-1 (contiguous: C has D's layout) in the epilogue's arithmetic, the
+// type switch once for the run rather than once per element.
+template <int N, class Real>
+__device__ __forceinline__ void load_c_run(CdType c_type, const void* c, int64_t idx, Real (&out)[N]) {
+  switch (c_type) {
+#define SPMMA_C_RUN(T, VALUE)                                       \
+  {                                                                 \
+    const T* src = static_cast<const T*>(c) + idx;                  \
+    _Pragma("unroll") for (int j = 0; j < N; ++j) out[j] = (VALUE); \
+    return;                                                         \
+  }
+    case CdType::f32: SPMMA_C_RUN(float, static_cast<Real>(src[j]))
+    case CdType::bf16: SPMMA_C_RUN(__nv_bfloat16, static_cast<Real>(__bfloat162float(src[j])))
+    case CdType::f16: SPMMA_C_RUN(__half, static_cast<Real>(__half2float(src[j])))
+    case CdType::e4m3: SPMMA_C_RUN(uint8_t, static_cast<Real>(fp8_value(src[j], __NV_E4M3)))
+    case CdType::e5m2: SPMMA_C_RUN(uint8_t, static_cast<Real>(fp8_value(src[j], __NV_E5M2)))
+    case CdType::s32: SPMMA_C_RUN(int32_t, static_cast<Real>(src[j]))
+    default: SPMMA_C_RUN(int8_t, static_cast<Real>(src[j]))  // s8
+#undef SPMMA_C_RUN
+  }
+}
+
+// The general epilogue (any alpha, beta·C, bias, scale vectors, activation) of a run of N
+// elements that follow each other along D's contiguous dimension from (row, col): columns col ..
+// col+N-1 of row for row-major D, rows row .. row+N-1 of col for column-major D (ColMajor). Each
+// value as detail::epilogue_value computes it (the same operations in the same order as the CPU
+// backend: scale = alpha · s_row · s_col left to right, fma(scale, acc, bias), fma(beta, C, ·),
+// the activation), every choice made once for the run, in three pieces:
+//   RunRows      what the run's rows give: alpha · s_row and the bias, one of each for a
+//                row-major run (its one row), N for a column-major one; the same for all the
+//                runs a lane takes down a tile's columns, so the sm90 kernel reads them once
+//                per tile (sm90/epilogue.cuh);
+//   run_values   the values from the raw sums, with the run's s_col (N or one) and C;
+//   store_run    the values rounded once into D's type, one store of the run (vector_runs_ok(p,
+//                N), all N inside D).
+// Element by element (epilogue_store: every switch and address once per element and operand,
+// in a non-inlined function per block), bias + GELU ran at 0.33-0.47x the plain kernel's speed
+// on the H100 (docs/benchmarks.md, "The general epilogue in one loop").
+template <int N, class Real, bool ColMajor>
+struct RunRows {
+  static constexpr int kRows = ColMajor ? N : 1;
+  Real scale[kRows], bias[kRows];  // alpha · s_row (alpha without s_row); the bias (0 without one)
+
+  __device__ __forceinline__ RunRows(const Params& p, int batch, int row) {
+#pragma unroll
+    for (int j = 0; j < kRows; ++j) {
+      const bool in = row + j < p.m;  // the sm90 kernel's runs past D's rows compute and store nothing
+      scale[j] = p.alpha;
+      if (p.scale_rows && in) scale[j] *= p.scale_rows[batch * p.batch_scale_rows + row + j];
+      bias[j] = p.bias && in ? static_cast<Real>(p.bias[row + j]) : Real(0);
+    }
+  }
+};
+
+template <int N, class Real, class Acc, bool ColMajor>
+__device__ __forceinline__ void run_values(const Params& p, int batch, int row, int col, const uint32_t* raw,
+                                           const RunRows<N, Real, ColMajor>& rows, Real (&v)[N]) {
+  const float* sc = p.scale_cols ? p.scale_cols + static_cast<int64_t>(batch) * p.n + col : nullptr;
 #pragma unroll
   for (int j = 0; j < N; ++j) {
-    const int r = cm ? row + j : row, c = cm ? col : col + j;
-    const Real cv = p.beta != 0.f ? load_c<Real>(p.c_type, p.c, batch * p.batch_c + (cm ? static_cast<int64_t>(c) * p.ldc + r
-                                                                                     : static_cast<int64_t>(r) * p.ldc + c))
-                                  : Real(0);
-    v[j] = detail::epilogue_value<Real>(acc_value<Acc, Real>(raw[j]), scale_of<Real>(p, batch, r, c), p.beta, cv,
-                                        p.bias != nullptr, p.bias ? p.bias[r] : 0.f, p.activation);
+    const int r = ColMajor ? j : 0;
+    // Without s_col the scale is alpha · s_row, as scale_of's (a product by 1 would be exact too).
+    const Real s = sc ? rows.scale[r] * static_cast<Real>(sc[ColMajor ? 0 : j]) : rows.scale[r];
+    v[j] = detail::fused(s, acc_value<Acc, Real>(raw[j]), rows.bias[r]);
   }
-  const int64_t idx = batch * p.batch_d + (cm ? static_cast<int64_t>(col) * p.ldd + row : static_cast<int64_t>(row) * p.ldd + col);
+  if (p.beta != 0.f) {
+    Real c[N];
+    load_c_run<N, Real>(p.c_type, p.c,
+                        batch * p.batch_c + (ColMajor ? static_cast<int64_t>(col) * p.ldc + row
+                                                      : static_cast<int64_t>(row) * p.ldc + col),
+                        c);
+    const Real beta = p.beta;
+#pragma unroll
+    for (int j = 0; j < N; ++j) v[j] = detail::fused(beta, c[j], v[j]);
+  }
+  if (p.activation == detail::kActRelu) {
+#pragma unroll
+    for (int j = 0; j < N; ++j) v[j] = detail::activate(v[j], detail::kActRelu);
+  } else if (p.activation == detail::kActGelu) {
+#pragma unroll
+    for (int j = 0; j < N; ++j) v[j] = detail::gelu(v[j]);
+  }
+}
+
+template <int N, class Real, bool ColMajor>
+__device__ __forceinline__ void store_run(const Params& p, int batch, int row, int col, const Real (&v)[N]) {
+  const int64_t idx = batch * p.batch_d + (ColMajor ? static_cast<int64_t>(col) * p.ldd + row
+                                                    : static_cast<int64_t>(row) * p.ldd + col);
   if (p.d_type == CdType::s32 || p.d_type == CdType::s8) {
     const int32_t lo = p.d_type == CdType::s8 ? -128 : INT32_MIN, hi = p.d_type == CdType::s8 ? 127 : INT32_MAX;
     int32_t y[N];
@@ -298,10 +365,14 @@ __device__ __forceinline__ void store_general_in(const Params& p, int batch, int
     store_n<N>(p, idx, y);
   }
 }
-template <int N, class Acc>
+
+// All three for one run, its rows read on the spot.
+template <int N, class Real, class Acc, bool ColMajor>
 __device__ __forceinline__ void store_general(const Params& p, int batch, int row, int col, const uint32_t* raw) {
-  if (epilogue_in_double(p)) store_general_in<N, double, Acc>(p, batch, row, col, raw);
-  else store_general_in<N, float, Acc>(p, batch, row, col, raw);
+  const RunRows<N, Real, ColMajor> rows(p, batch, row);
+  Real v[N];
+  run_values<N, Real, Acc, ColMajor>(p, batch, row, col, raw, rows, v);
+  store_run<N, Real, ColMajor>(p, batch, row, col, v);
 }
 
 }  // namespace spmma::gemm
