@@ -20,6 +20,7 @@
 #include <tuple>
 #include <vector>
 
+#include "spmma/detail/epilogue.hpp"
 #include "spmma/detail/gemm_pairs.hpp"
 #include "spmma/error.hpp"
 #include "spmma/log.hpp"
@@ -346,6 +347,26 @@ void expect_context_alive() {
 }
 
 }  // namespace
+
+// detail::div_gelu against the GPU's IEEE division (div.rn) for every f32 a whose bits lie in lo .. hi:
+// gelu_f32's two quotients, t = 2√2/(2√2 + a) bit for bit and y = 2·a/(a + 1.5√2) − 1 as it
+// enters the polynomial. Counts the mismatches.
+__global__ void gelu_divisions_vs_ieee(uint32_t lo, uint32_t hi, unsigned long long* mismatches) {
+  const uint32_t stride = gridDim.x * blockDim.x;
+  for (uint32_t b = lo + blockIdx.x * blockDim.x + threadIdx.x; b <= hi; b += stride) {  // hi + stride < 2^32
+    const float a = __uint_as_float(b), c = 2.82842708f, h = 2.12132025f;
+    const bool t_same = __float_as_uint(detail::div_gelu(c, c + a)) == __float_as_uint(__fdiv_rn(c, c + a));
+    const bool y_same = __float_as_uint(fmaf(2.0f, detail::div_gelu(a, a + h), -1.0f)) ==
+                        __float_as_uint(fmaf(2.0f, __fdiv_rn(a, a + h), -1.0f));
+    if (!t_same || !y_same) atomicAdd(mismatches, 1ull);
+  }
+}
+
+// detail::gelu_f32 of the f32 whose bits are i·step, for i < n.
+__global__ void gelu_sampled(uint32_t step, uint32_t n, float* out) {
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    out[i] = detail::gelu_f32(__uint_as_float(i * step));
+}
 
 class Robust : public ::testing::Test {
  protected:
@@ -1186,6 +1207,47 @@ TEST_F(Robust, GeneralEpilogueEveryTileWidthMatchesTheCpu) {
       }
     }
   EXPECT_EQ(runs, 28);
+}
+
+// The epilogue's GELU (detail::gelu_f32, straight-line on the device: div_gelu's division
+// without the IEEE division's slow-path branch, selects) gives the host's bits: its division
+// against the GPU's IEEE one over every f32 of [0, 15.5] (1.1e9 values), and gelu_f32 on the
+// device against the host over every 997th bit pattern of all 2^32 (both signs, subnormals,
+// the tails beyond ±15, ±Inf, NaN).
+TEST_F(Robust, GeluOnTheGpuIsTheHostsBitForBit) {
+  unsigned long long* bad = nullptr;
+  CK(cudaMalloc(&bad, sizeof *bad));
+  CK(cudaMemset(bad, 0, sizeof *bad));
+  uint32_t top;
+  const float limit = 15.5f;
+  std::memcpy(&top, &limit, 4);
+  gelu_divisions_vs_ieee<<<1024, 256>>>(0u, top, bad);
+  CK(cudaGetLastError());
+  unsigned long long mismatches = ~0ull;
+  CK(cudaMemcpy(&mismatches, bad, sizeof mismatches, cudaMemcpyDeviceToHost));
+  CK(cudaFree(bad));
+  EXPECT_EQ(mismatches, 0u) << "detail::div_gelu differs from IEEE division";
+
+  constexpr uint32_t kStep = 997, kN = static_cast<uint32_t>(0x100000000ull / kStep);
+  float* out = nullptr;
+  CK(cudaMalloc(&out, kN * sizeof(float)));
+  gelu_sampled<<<1024, 256>>>(kStep, kN, out);
+  CK(cudaGetLastError());
+  std::vector<float> got(kN);
+  CK(cudaMemcpy(got.data(), out, kN * sizeof(float), cudaMemcpyDeviceToHost));
+  CK(cudaFree(out));
+  int differ = 0;
+  for (uint32_t i = 0; i < kN; ++i) {
+    const uint32_t bits = i * kStep;
+    float x, want;
+    std::memcpy(&x, &bits, 4);
+    want = detail::gelu_f32(x);
+    uint32_t g, w;
+    std::memcpy(&g, &got[i], 4), std::memcpy(&w, &want, 4);
+    if (g != w && !(std::isnan(got[i]) && std::isnan(want)) && ++differ <= 5)
+      ADD_FAILURE() << "gelu_f32(" << x << "): GPU " << got[i] << ", host " << want;
+  }
+  EXPECT_EQ(differ, 0);
 }
 
 // fp8 D saturates to its largest finite value on both backends, on every way out of both kernels:

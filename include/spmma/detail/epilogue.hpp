@@ -11,6 +11,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #include "spmma/detail/hd.hpp"
 
@@ -52,6 +53,47 @@ SPMMA_HD inline float exp_sum(float hi, float mid, float lo, int& k) {
   return horner(r, kTaylor);
 }
 
+// 2^k as an f32, for k from -126 to 127 (a normal power of two: exact).
+SPMMA_HD inline float pow2f(int k) {
+  const uint32_t bits = static_cast<uint32_t>(k + 127) << 23;
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(bits);
+#else
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+#endif
+}
+
+// v·2^k rounded once, as ldexpf(v, k), for a normal v of magnitude below 2^30 and k from -190
+// to 0, without ldexpf's branches: one product where 2^k is a normal f32 (exact, or one rounding
+// into the subnormal range), else two, the first exact (v·2^(k+64) stays normal) and the second
+// rounding once.
+SPMMA_HD inline float scale_by_pow2(float v, int k) {
+  const bool low = k < -126;
+  return (v * pow2f(low ? k + 64 : k)) * (low ? 0x1p-64f : 1.0f);
+}
+
+// a / b rounded to nearest, for 0 <= a <= 16 and 2 <= b <= 18 (gelu_f32's two quotients),
+// without a branch: on the device the fast path of the GPU's own division (reciprocal, Newton
+// step, quotient, remainder, correction), which gives the correctly rounded quotient wherever
+// the division's check for its slow path (denormal or extreme operands) would not fire, i.e.
+// for every a >= 2^-25 here; below that the quotient is off by at most an ulp, and gelu_f32's
+// y = 2·q − 1 rounds to −1 either way. The test Robust.GeluOnTheGpuIsTheHostsBitForBit compares
+// the device's gelu_f32 with the host's over every f32 of [−15.5, 15.5] it samples and with a
+// branching device version over all of them.
+SPMMA_HD inline float div_gelu(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(b));
+  r = fmaf(r, fmaf(-b, r, 1.0f), r);
+  const float q = fmaf(a, r, 0.0f);
+  return fmaf(r, fmaf(-b, q, a), q);
+#else
+  return a / b;
+#endif
+}
+
 // GELU(x) = x·Φ(x) = x·erfc(−x/√2)/2 in f32, the same bits on host and device (only IEEE-rounded
 // operations; every multiply-add an explicit fmaf, so no compiler can contract it differently).
 // With z = |x|/√2: erfc(z) = t·exp(−z² + P(y)), t = 2/(2 + z), y = (z − 1.5)/(z + 1.5), P the
@@ -65,25 +107,34 @@ SPMMA_HD inline float exp_sum(float hi, float mid, float lo, int& k) {
 // (|x| − 1.5√2)/(|x| + 1.5√2), which cost 4.9 ulps near x = 0 (y's error times P' ≈ 0.7). It replaced an
 // evaluation in double whose FP64 erfc made GELU cost 0.7 ms of the sm90 kernel's 2.5 ms at bf16
 // 8192³ on the H100 (docs/benchmarks.md).
+// Straight-line code (selects, div_gelu, scale_by_pow2: the same values as the branches, the IEEE
+// division and ldexpf they replace), so that the GPU interleaves the epilogue's 8 elements of a
+// run: with branches around each element's divisions and scaling, bias+GELU ran the sm90 kernel
+// at 0.42-0.62x its plain speed on the H100 (docs/benchmarks.md, "The general epilogue in one loop").
 constexpr double kGeluMaxUlps = 6.0;
 SPMMA_HD inline float gelu_f32(float x) {
-  const float a = fabsf(x);
   // Beyond 15, Φ(x) is 1 or below f32's smallest subnormal (Φ(−15) = 3.7e-51): x, or −0. −∞·0 and
-  // NaN give NaN, as x·Φ(x) does.
-  if (!(a <= 15.0f)) return x > 0.0f ? x : x * 0.0f;
+  // NaN give NaN, as x·Φ(x) does. There the formula runs on 0 instead, and its value is not taken.
+  const bool inside = fabsf(x) <= 15.0f;  // false for NaN
+  const float xi = inside ? x : 0.0f, a = fabsf(xi);
   // t and y from |x| itself (t = 2√2/(2√2 + |x|)): a rounded z = |x|/√2 cost up to 1 ulp of GELU.
-  const float t = 2.82842708f / (2.82842708f + a), y = fmaf(2.0f, a / (a + 2.12132025f), -1.0f);
+  const float t = div_gelu(2.82842708f, 2.82842708f + a), y = fmaf(2.0f, div_gelu(a, a + 2.12132025f), -1.0f);
   constexpr float kP[] = {-5.795021934e-06f, -8.516480011e-05f, -2.195518900e-04f, 1.258557313e-05f,
                            8.731506532e-04f,  1.250799396e-03f,  -1.031602500e-03f, -5.688469391e-03f,
                            -4.298663698e-03f, 1.699565724e-02f,  4.118166491e-02f,  -7.036945969e-02f,
                            -6.692595482e-01f, -5.748763084e-01f};  // P, highest coefficient first
   const float p = horner(y, kP);
-  const float sq = x * x, sq_lo = fmaf(x, x, -sq);  // x² = sq + sq_lo exactly
+  const float sq = xi * xi, sq_lo = fmaf(xi, xi, -sq);  // x² = sq + sq_lo exactly
   int k;
   const float e = exp_sum(-0.5f * sq, p, -0.5f * sq_lo, k);  // Φ(−|x|) = erfc(z)/2 = t·e·2^k/2
-  // ldexpf last (exact, or one rounding into the subnormal range): Φ(x) itself is subnormal below
-  // x = −13.0, where scaling it first lost 8 ulps of GELU's normal results (measured).
-  return x < 0.0f ? ldexpf(x * (0.5f * t) * e, k) : x * (1.0f - ldexpf((0.5f * t) * e, k));
+  // The power of two last (exact, or one rounding into the subnormal range): Φ(x) itself is
+  // subnormal below x = −13.0, where scaling it first lost 8 ulps of GELU's normal results (measured).
+  float below = scale_by_pow2(xi * (0.5f * t) * e, k), above = xi * (1.0f - scale_by_pow2((0.5f * t) * e, k));
+#if defined(__CUDA_ARCH__)
+  asm("" : "+f"(below), "+f"(above));  // both computed, then one selected: no branch around either
+#endif
+  const float g = xi < 0.0f ? below : above;
+  return inside ? g : x > 0.0f ? x : x * 0.0f;
 }
 
 // GELU in the epilogue's arithmetic: gelu_f32 for float; for double (an s32 C or D) the double
