@@ -89,8 +89,8 @@ __device__ __forceinline__ void block_to_scratch(const Acc (&acc)[BlockN / 2], i
 template <int BlockN, class F>
 __device__ __forceinline__ void at_block(int k, F&& f) {
   static_assert(BlockN / kEpilogueChunk <= 16, "a case per block");
-#define SPMMA_BLOCK_CASE(K)                                           \
-  case K:                                                             \
+#define SPMMA_BLOCK_CASE(K)                                                         \
+  case K:                                                                           \
     if constexpr (K < BlockN / kEpilogueChunk) f(std::integral_constant<int, K>{}); \
     break;
   switch (k) {
@@ -104,10 +104,11 @@ __device__ __forceinline__ void at_block(int k, F&& f) {
 }
 
 // The plain epilogue (alpha 1, no C, no bias, ReLU or nothing) of math warpgroup c's part of D
-// through the warp's scratch, block after block, unrolled and inlined: 16 rows of 8 + 8 columns for row-major D, one 16-byte store
-// (or two: f32) per lane and every 32-byte sector written whole (straight from the fragment's
-// pairs, each store wrote half a sector, and the H100 measured 6-18% slower at 8192^3 and
-// 4096^3); likewise on column-major D, 16 columns of 8 + 8 rows. Both layouts by one code path
+// through the warp's scratch, block after block, unrolled and inlined: 16 rows of 8 + 8 columns
+// for row-major D, one 16-byte store (or two: f32) per lane and every 32-byte sector written
+// whole (straight from the fragment's pairs, each store wrote half a sector, and the H100
+// measured 6-18% slower at 8192^3 and 4096^3); likewise on column-major D, 16 columns of 8 + 8
+// rows. Both layouts by one code path
 // (column-major D: Y = X·Wᵀ row-major, a linear layer's and the Python package's): through a
 // non-inlined function a column-major D ran at 0.64-0.77x the row-major kernel's speed on the
 // H100 (bf16 and e4m3, 8192^3 and 14336x2048x4096; docs/benchmarks.md); as a second inline path
