@@ -80,8 +80,8 @@ SPMMA_HD inline float scale_by_pow2(float v, int k) {
 // the division's check for its slow path (denormal or extreme operands) would not fire, i.e.
 // for every a >= 2^-25 here; below that the quotient is off by at most an ulp, and gelu_f32's
 // y = 2·q − 1 rounds to −1 either way. The test Robust.GeluOnTheGpuIsTheHostsBitForBit compares
-// the device's gelu_f32 with the host's over every f32 of [−15.5, 15.5] it samples and with a
-// branching device version over all of them.
+// div_gelu with the GPU's IEEE division over every f32 a of [0, 15.5], and the device's gelu_f32
+// with the host's over every 997th bit pattern.
 SPMMA_HD inline float div_gelu(float a, float b) {
 #if defined(__CUDA_ARCH__)
   float r;

@@ -80,17 +80,34 @@ __device__ __forceinline__ float fp8_value(uint8_t x, __nv_fp8_interpretation_t 
   return __half2float(__half(__nv_cvt_fp8_to_halfraw(x, kind)));
 }
 
+// C's N elements idx .. idx+N-1 (contiguous: C has D's layout) in the epilogue's arithmetic, the
+// type switch once for the run rather than once per element.
+template <int N, class Real>
+__device__ __forceinline__ void load_c_run(CdType c_type, const void* c, int64_t idx, Real (&out)[N]) {
+  switch (c_type) {
+#define SPMMA_C_RUN(T, VALUE)                                       \
+  {                                                                 \
+    const T* src = static_cast<const T*>(c) + idx;                  \
+    _Pragma("unroll") for (int j = 0; j < N; ++j) out[j] = (VALUE); \
+    return;                                                         \
+  }
+    case CdType::f32: SPMMA_C_RUN(float, static_cast<Real>(src[j]))
+    case CdType::bf16: SPMMA_C_RUN(__nv_bfloat16, static_cast<Real>(__bfloat162float(src[j])))
+    case CdType::f16: SPMMA_C_RUN(__half, static_cast<Real>(__half2float(src[j])))
+    case CdType::e4m3: SPMMA_C_RUN(uint8_t, static_cast<Real>(fp8_value(src[j], __NV_E4M3)))
+    case CdType::e5m2: SPMMA_C_RUN(uint8_t, static_cast<Real>(fp8_value(src[j], __NV_E5M2)))
+    case CdType::s32: SPMMA_C_RUN(int32_t, static_cast<Real>(src[j]))
+    default: SPMMA_C_RUN(int8_t, static_cast<Real>(src[j]))  // s8
+#undef SPMMA_C_RUN
+  }
+}
+
+// C's element idx.
 template <class Real>
 __device__ __forceinline__ Real load_c(CdType c_type, const void* c, int64_t idx) {
-  switch (c_type) {
-    case CdType::f32: return static_cast<const float*>(c)[idx];
-    case CdType::bf16: return __bfloat162float(static_cast<const __nv_bfloat16*>(c)[idx]);
-    case CdType::f16: return __half2float(static_cast<const __half*>(c)[idx]);
-    case CdType::e4m3: return fp8_value(static_cast<const uint8_t*>(c)[idx], __NV_E4M3);
-    case CdType::e5m2: return fp8_value(static_cast<const uint8_t*>(c)[idx], __NV_E5M2);
-    case CdType::s32: return static_cast<Real>(static_cast<const int32_t*>(c)[idx]);
-    default: return static_cast<const int8_t*>(c)[idx];  // s8
-  }
+  Real v[1];
+  load_c_run<1, Real>(c_type, c, idx, v);
+  return v[0];
 }
 
 // An f32 value as fp8 (round to nearest even, saturating to the largest finite value; NaN stays NaN).
@@ -261,28 +278,6 @@ __device__ __forceinline__ void store_plain(const Params& p, int64_t idx, const 
 #pragma unroll
     for (int j = 0; j < N; ++j) y[j] = min(max(plain_value(static_cast<int32_t>(raw[j]), relu), lo), hi);
     store_n<N>(p, idx, y);
-  }
-}
-
-// C's N elements idx .. idx+N-1 (contiguous: C has D's layout) in the epilogue's arithmetic, the
-// type switch once for the run rather than once per element.
-template <int N, class Real>
-__device__ __forceinline__ void load_c_run(CdType c_type, const void* c, int64_t idx, Real (&out)[N]) {
-  switch (c_type) {
-#define SPMMA_C_RUN(T, VALUE)                                       \
-  {                                                                 \
-    const T* src = static_cast<const T*>(c) + idx;                  \
-    _Pragma("unroll") for (int j = 0; j < N; ++j) out[j] = (VALUE); \
-    return;                                                         \
-  }
-    case CdType::f32: SPMMA_C_RUN(float, static_cast<Real>(src[j]))
-    case CdType::bf16: SPMMA_C_RUN(__nv_bfloat16, static_cast<Real>(__bfloat162float(src[j])))
-    case CdType::f16: SPMMA_C_RUN(__half, static_cast<Real>(__half2float(src[j])))
-    case CdType::e4m3: SPMMA_C_RUN(uint8_t, static_cast<Real>(fp8_value(src[j], __NV_E4M3)))
-    case CdType::e5m2: SPMMA_C_RUN(uint8_t, static_cast<Real>(fp8_value(src[j], __NV_E5M2)))
-    case CdType::s32: SPMMA_C_RUN(int32_t, static_cast<Real>(src[j]))
-    default: SPMMA_C_RUN(int8_t, static_cast<Real>(src[j]))  // s8
-#undef SPMMA_C_RUN
   }
 }
 
