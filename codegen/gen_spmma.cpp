@@ -411,7 +411,7 @@ std::string gemm_sm80() {
     << "namespace spmma::sm80 {\nnamespace {\n\nconst Entry kEntries[] = {\n";
   for (const GemmPair& p : detail::kGemmPairs) {
     const Variant* v = sm80_form(p);
-    o << "    {" << pair_args(p) << ", \"" << v->id << "\", " << v->k << ", &launch_tile<" << pair_args(p) << ">},\n";
+    o << "    {" << pair_args(p) << ", \"" << v->id << "\", " << v->k << ", &prepare_tile<" << pair_args(p) << ">},\n";
   }
   o << "};\n\n}  // namespace\n\nstd::span<const Entry> entries() { return kEntries; }\n\n}  // namespace spmma::sm80\n";
   return o.str();
@@ -423,9 +423,9 @@ std::string gemm_sm90_shard(const std::vector<Sm90Inst>& insts, const std::vecto
   o << kGemmHead << "// sm90 kernel and decode kernel instantiations, shard " << shard << " of " << shards << ".\n"
     << "#include \"sm90/decode_launch_tile.cuh\"\n#include \"sm90/launch_tile.cuh\"\n\nnamespace spmma::sm90 {\n\n";
   for (size_t i = static_cast<size_t>(shard); i < insts.size(); i += static_cast<size_t>(shards))
-    o << "template void launch_tile<" << insts[i].targs() << ">(const Maps&, const gemm::Params&, cudaStream_t);\n";
+    o << "template cuda::Launch prepare_tile<" << insts[i].targs() << ">(const gemm::Params&);\n";
   for (size_t i = static_cast<size_t>(shard); i < dec.size(); i += static_cast<size_t>(shards))
-    o << "template void decode::launch_tile<" << dec[i].targs() << ">(const Maps&, const gemm::Params&, cudaStream_t);\n";
+    o << "template cuda::Launch decode::prepare_tile<" << dec[i].targs() << ">(const gemm::Params&);\n";
   o << "\n}  // namespace spmma::sm90\n";
   return o.str();
 }
@@ -435,18 +435,18 @@ std::string gemm_sm90_table(const std::vector<Sm90Inst>& insts, const std::vecto
   o << kGemmHead << "// The tables of the sm90 kernel's and the decode kernel's instantiations (defined in gemm_sm90_<i>.cu).\n"
     << "#include \"sm90/decode_launch.hpp\"\n#include \"sm90/launch_sm90.hpp\"\n\nnamespace spmma::sm90 {\n\n";
   for (const Sm90Inst& x : insts)
-    o << "extern template void launch_tile<" << x.targs() << ">(const Maps&, const gemm::Params&, cudaStream_t);\n";
+    o << "extern template cuda::Launch prepare_tile<" << x.targs() << ">(const gemm::Params&);\n";
   o << "\nnamespace {\n\nconst Entry kEntries[] = {\n";
   for (const Sm90Inst& x : insts)
     o << "    {" << pair_args(x.pair) << ", " << x.n << ", " << (x.promoted ? "true" : "false") << ", \"" << x.form->id
-      << "\", " << x.form->k << ", &launch_tile<" << x.targs() << ">},\n";
+      << "\", " << x.form->k << ", &prepare_tile<" << x.targs() << ">},\n";
   o << "};\n\n}  // namespace\n\nstd::span<const Entry> entries() { return kEntries; }\n\nnamespace decode {\n\n";
   for (const DecodeInst& x : dec)
-    o << "extern template void launch_tile<" << x.targs() << ">(const Maps&, const gemm::Params&, cudaStream_t);\n";
+    o << "extern template cuda::Launch prepare_tile<" << x.targs() << ">(const gemm::Params&);\n";
   o << "\nnamespace {\n\nconst Entry kEntries[] = {\n";
   for (const DecodeInst& x : dec)
     o << "    {" << pair_args(x.pair) << ", " << x.n << ", " << x.math() << ", \"" << x.form->id << "\", " << x.form->k
-      << ", &launch_tile<" << x.targs() << ">},\n";
+      << ", &prepare_tile<" << x.targs() << ">},\n";
   o << "};\n\n}  // namespace\n\nstd::span<const Entry> entries() { return kEntries; }\n\n}  // namespace decode\n"
     << "}  // namespace spmma::sm90\n";
   return o.str();

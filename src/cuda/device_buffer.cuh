@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Host-side helpers shared by the CUDA sources: a checked CUDA call, an owning device buffer, a
-// scoped current device, and the per-device kernel attribute.
+// scoped current device, and a driver entry point.
 #pragma once
+#include <cuda.h>
 #include <cuda_runtime.h>
+#include <cudaTypedefs.h>
 
 #include <cstddef>
 #include <string>
@@ -32,6 +34,18 @@ inline bool sticky(cudaError_t e) {
       return false;
   }
 }
+// The driver numbers these errors as the runtime does, so one rule serves the results of both.
+static_assert(static_cast<int>(CUDA_ERROR_ILLEGAL_ADDRESS) == static_cast<int>(cudaErrorIllegalAddress) &&
+              static_cast<int>(CUDA_ERROR_LAUNCH_TIMEOUT) == static_cast<int>(cudaErrorLaunchTimeout) &&
+              static_cast<int>(CUDA_ERROR_HARDWARE_STACK_ERROR) == static_cast<int>(cudaErrorHardwareStackError) &&
+              static_cast<int>(CUDA_ERROR_ILLEGAL_INSTRUCTION) == static_cast<int>(cudaErrorIllegalInstruction) &&
+              static_cast<int>(CUDA_ERROR_MISALIGNED_ADDRESS) == static_cast<int>(cudaErrorMisalignedAddress) &&
+              static_cast<int>(CUDA_ERROR_INVALID_ADDRESS_SPACE) == static_cast<int>(cudaErrorInvalidAddressSpace) &&
+              static_cast<int>(CUDA_ERROR_INVALID_PC) == static_cast<int>(cudaErrorInvalidPc) &&
+              static_cast<int>(CUDA_ERROR_LAUNCH_FAILED) == static_cast<int>(cudaErrorLaunchFailure) &&
+              static_cast<int>(CUDA_ERROR_ASSERT) == static_cast<int>(cudaErrorAssert) &&
+              static_cast<int>(CUDA_ERROR_ECC_UNCORRECTABLE) == static_cast<int>(cudaErrorECCUncorrectable));
+inline bool sticky(CUresult r) { return sticky(static_cast<cudaError_t>(r)); }
 
 // Throws Error(cuda_error) naming `what` and CUDA's message; a sticky error says that the
 // context died earlier (an asynchronous kernel fault), not at `what`.
@@ -80,10 +94,15 @@ Fn driver_fn(const char* name, int version) {
   return reinterpret_cast<Fn>(f);
 }
 
-// cudaFuncSetAttribute(MaxDynamicSharedMemorySize, and the carveout: all of L1 as shared memory)
-// once per kernel and device (the attributes belong to the kernel as loaded on one device).
-// Defined in device_check.cu.
-void set_smem_limit(const void* kernel, int bytes, const char* what);
+// A driver call's result, checked as check() checks the runtime's, in the driver's words.
+inline void check(CUresult r, std::string_view what) {
+  if (r == CUDA_SUCCESS) return;
+  if (sticky(r)) check(static_cast<cudaError_t>(r), what);
+  static const auto describe = driver_fn<PFN_cuGetErrorString_v6000>("cuGetErrorString", 6000);
+  const char* text = nullptr;
+  if (!describe || describe(r, &text) != CUDA_SUCCESS || !text) text = "unknown CUDA driver error";
+  fail(Status::cuda_error, std::string(what) + ": " + text + " (CUresult " + std::to_string(static_cast<int>(r)) + ")");
+}
 
 // `n` elements of T in device memory, freed with the object (empty when n is 0).
 template <class T>

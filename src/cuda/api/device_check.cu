@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Kernel-image probe, pointer checks and per-device kernel attributes (device_check.cuh).
+// Kernel-image probe and pointer checks (device_check.cuh).
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <cudaTypedefs.h>
@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <map>
 #include <mutex>
-#include <set>
 #include <string>
 #include <utility>
 
@@ -93,35 +92,6 @@ const KernelImage& kernel_image(int ordinal) {
   auto it = cache.find(ordinal);
   if (it == cache.end()) it = cache.emplace(ordinal, probe(ordinal)).first;
   return it->second;
-}
-
-void set_smem_limit(const void* kernel, int bytes, const char* what) {
-  // Called before every launch: a thread's recent (kernel, device) pairs answer without a lock.
-  struct Done {
-    const void* kernel = nullptr;
-    int device = -1;
-  };
-  thread_local Done recent[16];
-  thread_local unsigned next = 0;
-  int dev = 0;
-  check(cudaGetDevice(&dev), "cudaGetDevice");
-  for (const Done& d : recent)
-    if (d.kernel == kernel && d.device == dev) return;
-  static std::mutex mu;
-  static std::set<std::pair<const void*, int>> done;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    if (!done.count({kernel, dev})) {
-      check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes),
-            std::string("cudaFuncSetAttribute (") + what + ", " + std::to_string(bytes) + " bytes of shared memory)");
-      // All of the SM's unified L1/shared memory as shared memory: the kernels stage their
-      // operands there, and the decode kernel's CTAs share an SM only if the whole of it is theirs.
-      check(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared),
-            std::string("cudaFuncSetAttribute (") + what + ", shared memory carveout)");
-      done.insert({kernel, dev});
-    }
-  }
-  recent[next++ % 16] = Done{kernel, dev};
 }
 
 void check_device_memory(const void* p, size_t bytes, int ordinal, const char* what) {

@@ -50,8 +50,9 @@ struct NvtxDomain {
 enum class BRead { in_place, transpose, copy };
 
 // Throws, without launching anything, when an earlier asynchronous fault killed the context;
-// clears an earlier non-sticky error of this thread, so that the launch check after our own
-// launches reports ours.
+// clears an earlier non-sticky error of this thread, so that the launch check after a runtime
+// launch of ours (B's repack) reports ours. The kernels' own launches go through the driver,
+// whose answer is the launch's alone (launch.hpp).
 void clear_stale_error() {
   const cudaError_t e = cudaPeekAtLastError();
   if (e == cudaSuccess) return;
@@ -139,72 +140,76 @@ struct GpuKernel final : Kernel {
     return i;
   }
 
+  // What the plan decides for its runs: every kernel parameter but the pointers, the storage's
+  // strides and the epilogue's values (base), and the grids (cuda::Launch; launch.hpp says why).
+  gemm::Params base{};
+  std::vector<cuda::Launch> grids;
+
+  void prepare() {
+    gemm::Params& p = base;
+    p.batch_scale_rows = desc.a_per_batch ? desc.m : 0;
+    p.m = static_cast<int>(desc.m), p.n = static_cast<int>(desc.n), p.k = static_cast<int>(desc.k);
+    // B as the kernels read it: in place, or repacked into the workspace (K-contiguous columns).
+    p.ldb_bytes = b_read == BRead::in_place ? layout.ldb * b_bits / 8 : desc.k * b_bits / 8;
+    p.batch_b_bytes = b_read == BRead::in_place ? layout.stride_b * b_bits / 8 : desc.k * desc.n * b_bits / 8;
+    p.ldc = layout.ldc, p.ldd = layout.ldd;
+    p.cd_col_major = desc.cd_order == Order::col_major;
+    p.activation = static_cast<ActivationCode>(desc.activation);
+    p.batch_c = layout.stride_c, p.batch_d = layout.stride_d;
+    p.d_type = gemm::cd_type(desc.d_type);
+    p.c_type = gemm::cd_type(desc.c_type);
+    p.m_pad = static_cast<int>(padded_rows(desc.m));  // A's rows as every storage for desc holds them
+    p.batch = static_cast<int>(desc.batch);
+    p.batch0 = 0;
+    p.splits = cfg.splits, p.stages_per_split = cfg.splits > 1 ? cfg.stages_per_split : 1 << 30;
+    p.group_m = cfg.group_m;
+    p.cluster_m = cfg.cluster_m;
+    p.persistent = cfg.persistent;
+    p.dependent_launch = cfg.dependent_launch;
+    p.decode_stages = cfg.stages;
+    grids = dec ? sm90::decode::prepare(*dec, p) : wgmma ? sm90::prepare(*wgmma, p) : sm80::prepare(*instr, p);
+  }
+
   void run(const SparseMatrix& a, const void* b, void* d, const EpilogueArgs& e, void* workspace,
            void* stream) const override {
     const nvtx3::scoped_range_in<NvtxDomain> range{"spmma Plan::run"};
-    const float alpha = e.alpha, beta = e.beta;
-    const void* c = e.c;
-    const float* bias = e.bias;
     const auto& st = dynamic_cast<const GpuStorage&>(*a.impl().storage);
     cuda::DeviceGuard guard(ordinal);
-    clear_stale_error();
     cudaStream_t s = static_cast<cudaStream_t>(stream);
-    const uint8_t* bcols = static_cast<const uint8_t*>(b);
-    int64_t ldb_bytes = layout.ldb * b_bits / 8, batch_b_bytes = layout.stride_b * b_bits / 8;
+    gemm::Params p = base;
+    p.b = static_cast<const uint8_t*>(b);
     if (b_read != BRead::in_place) {
+      clear_stale_error();  // the repack is a runtime launch, checked by the runtime's last error
       gpu_api::RepackB r;
       r.in = b, r.out = workspace;
       r.k = desc.k, r.n = desc.n, r.ld = layout.ldb, r.stride = layout.stride_b, r.batch = desc.batch;
       r.row_major = b_read == BRead::transpose;
       r.elem_bits = b_bits;
       gpu_api::repack_b(r, s);
-      bcols = static_cast<const uint8_t*>(workspace);
-      ldb_bytes = desc.k * b_bits / 8;
-      batch_b_bytes = desc.k * desc.n * b_bits / 8;
+      p.b = static_cast<const uint8_t*>(workspace);
     }
-    gemm::Params p{};
     p.a = st.values;
     p.meta = st.meta;
-    p.b = bcols;
-    p.c = c;
+    p.c = e.c;
     p.d = d;
-    p.bias = bias;
+    p.bias = e.bias;
     p.scale_rows = e.scale_rows;
     p.scale_cols = e.scale_cols;
-    p.batch_scale_rows = desc.a_per_batch ? desc.m : 0;
-    p.m = static_cast<int>(desc.m), p.n = static_cast<int>(desc.n), p.k = static_cast<int>(desc.k);
     p.a_row_bytes = st.a_row_bytes;
-    p.ldb_bytes = ldb_bytes;
-    p.ldc = layout.ldc, p.ldd = layout.ldd;
-    p.cd_col_major = desc.cd_order == Order::col_major;
-    p.alpha = alpha, p.beta = beta;
-    p.activation = static_cast<ActivationCode>(desc.activation);
+    p.alpha = e.alpha, p.beta = e.beta;
     p.meta_lanes = st.meta_lanes;
     p.meta_groups = st.meta_groups;
     p.batch_a_bytes = desc.a_per_batch ? st.batch_values : 0;
     p.batch_meta_words = desc.a_per_batch ? st.batch_meta_words : 0;
-    p.batch_b_bytes = batch_b_bytes;
-    p.batch_c = layout.stride_c, p.batch_d = layout.stride_d;
-    p.d_type = gemm::cd_type(desc.d_type);
-    p.c_type = gemm::cd_type(desc.c_type);
-    p.m_pad = static_cast<int>(st.m_pad);
-    p.batch = static_cast<int>(desc.batch);
-    p.batch0 = 0;
-    p.splits = cfg.splits, p.stages_per_split = cfg.splits > 1 ? cfg.stages_per_split : 1 << 30;
-    p.plain = alpha == 1.f && beta == 0.f && bias == nullptr && !e.scale_rows && !e.scale_cols &&
+    p.plain = e.alpha == 1.f && e.beta == 0.f && e.bias == nullptr && !e.scale_rows && !e.scale_cols &&
               (desc.activation == Activation::none || desc.activation == Activation::relu);
-    p.group_m = cfg.group_m;
-    p.cluster_m = cfg.cluster_m;
-    p.persistent = cfg.persistent;
-    p.dependent_launch = cfg.dependent_launch;
-    p.decode_stages = cfg.stages;
     if (dec)
-      sm90::decode::launch(*dec, st.a_maps(p, sm90::decode::box_a(dec->math)), b_map_for(p), p, s);
+      sm90::launch(grids, st.a_maps(p, sm90::decode::box_a(dec->math)), b_map_for(p), p, s,
+                   "launch of the sm90 decode kernel");
     else if (wgmma)
-      sm90::launch(*wgmma, st.a_maps(p, sm90::box_a()), b_map_for(p), p, s);
+      sm90::launch(grids, st.a_maps(p, sm90::box_a()), b_map_for(p), p, s, "launch of the sm90 kernel");
     else
-      sm80::launch(*instr, p, s);
-    check(cudaGetLastError(), "launch of the sparse GEMM kernel");
+      sm80::launch(grids, p, s);
   }
 };
 
@@ -320,6 +325,7 @@ struct GpuBackend final : Backend {
     if (k->b_read == BRead::transpose)
       detail::log(LogLevel::hints, "Plan", "B is transposed into the workspace on every run (B is row-major): a "
                                            "column-major B (K contiguous) is read in place");
+    k->prepare();
     if (!k->wgmma && !k->dec && compute_capability() == 90 && pins.kernel != KernelFamily::sm80)
       detail::log(LogLevel::hints, "Plan", "the sm80 mma.sp kernel runs this plan on an sm_90 GPU (" + k->sm80_why + ")");
     detail::log(LogLevel::info, "Plan", k->describe());

@@ -2,8 +2,6 @@
 // Host side of the sm80 sparse GEMM: table lookup and the launch.
 #include "sm80/launch_sm80.hpp"
 
-#include <algorithm>
-
 #include "sm80/spgemm_sm80.cuh"
 
 namespace spmma::sm80 {
@@ -23,11 +21,16 @@ std::string describe_tile() {
 
 int64_t ctas(int64_t m_pad, int64_t n) { return m_pad / kBlockM * ((n + CtaTile::kBlockN - 1) / CtaTile::kBlockN); }
 
-void launch(const Entry& e, const gemm::Params& p, cudaStream_t s) {
-  for (int b0 = 0; b0 < p.batch; b0 += gemm::kMaxGridBatch) {
-    gemm::Params q = p;
-    q.batch0 = b0;
-    e.launch(q, s, std::min(gemm::kMaxGridBatch, p.batch - b0));
+std::vector<cuda::Launch> prepare(const Entry& e, const gemm::Params& p) {
+  return cuda::grids(p, gemm::kMaxGridBatch, e.prepare);
+}
+
+void launch(std::span<const cuda::Launch> grids, const gemm::Params& p, cudaStream_t s) {
+  gemm::Params q = p;
+  void* args[] = {&q};
+  for (const cuda::Launch& g : grids) {
+    q.batch0 = g.batch0;
+    cuda::enqueue(g, args, s, "launch of the sm80 kernel");
   }
 }
 

@@ -1,17 +1,20 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Host side of the sm80 (mma.sp::ordered_metadata) sparse GEMM: its instantiations and the launch.
+// Host side of the sm80 (mma.sp::ordered_metadata) sparse GEMM: its instantiations, grids and launch.
 #pragma once
 #include <cuda_runtime.h>
 
 #include <span>
 #include <string>
+#include <vector>
 
 #include "common/gemm_params.cuh"
+#include "launch.hpp"
 #include "spmma/types.hpp"
 
 namespace spmma::sm80 {
 
-using LaunchFn = void (*)(const gemm::Params& p, cudaStream_t s, int batch_count);
+// The grid for batch entries p.batch0 .. (prepare_tile).
+using PrepareFn = cuda::Launch (*)(const gemm::Params& p);
 
 // The kernel for a type pair: its mma.sp::ordered_metadata form and launch. The table
 // (entries()) is generated from the pair table and the registry (codegen/gen_spmma.cpp writes
@@ -20,13 +23,14 @@ struct Entry {
   ElemType a, b;
   const char* instruction;  // the registry id of its mma.sp::ordered_metadata form
   int inst_k;               // that form's K
-  LaunchFn launch;          // launch_tile<a, b>
+  PrepareFn prepare;        // prepare_tile<a, b>
 };
 std::span<const Entry> entries();
 
-// One grid for batch entries p.batch0 .. p.batch0 + batch_count - 1 (sm80/launch_tile.cuh).
+// The grid for batch entries p.batch0 .. min(p.batch, p.batch0 + 65535) - 1 (sm80/launch_tile.cuh),
+// decided by the plan from p's sizes.
 template <ElemType A, ElemType B>
-void launch_tile(const gemm::Params& p, cudaStream_t s, int batch_count);
+cuda::Launch prepare_tile(const gemm::Params& p);
 
 // The entry for A/B types, or null.
 const Entry* find(ElemType a, ElemType b);
@@ -40,7 +44,9 @@ std::string describe_tile();
 // CTAs of one launch: M tiles x N tiles (a 1-D grid), at most 2^31 - 1.
 int64_t ctas(int64_t m_pad, int64_t n);
 
-// Launches e on stream s for every batch entry of p (one launch per 65535 entries).
-void launch(const Entry& e, const gemm::Params& p, cudaStream_t s);
+// The grids of e for every batch entry of p (one per 65535 entries), at plan time.
+std::vector<cuda::Launch> prepare(const Entry& e, const gemm::Params& p);
+// Enqueues a plan's grids on stream s, each with its first batch entry in p.batch0.
+void launch(std::span<const cuda::Launch> grids, const gemm::Params& p, cudaStream_t s);
 
 }  // namespace spmma::sm80

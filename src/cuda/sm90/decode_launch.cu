@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Host side of the sm90 decode kernel: table lookup, description and the launch over batch entries.
+// Host side of the sm90 decode kernel: table lookup, description and the grids over batch entries.
 #include "sm90/decode_launch.hpp"
 
 #include "spmma/error.hpp"
@@ -25,7 +25,7 @@ std::string describe_tile(int block_n, int stages, int splits, Math m) {
          math + ", " + std::to_string(kSteps) + " instructions per stage";
 }
 
-void launch(const Entry& e, const AMaps& a, const CUtensorMap& b, const gemm::Params& p, cudaStream_t s) {
+std::vector<cuda::Launch> prepare(const Entry& e, const gemm::Params& p) {
   if (!valid_stages(p.decode_stages, e.math))
     fail(Status::internal, "the decode kernel cannot run " + std::to_string(p.decode_stages) + " stages (" +
                                std::to_string(kMinStages) + " to " + std::to_string(kMaxStages) + ", a multiple of " +
@@ -33,12 +33,7 @@ void launch(const Entry& e, const AMaps& a, const CUtensorMap& b, const gemm::Pa
   if (p.splits < 1 || p.splits > kMaxSplits)
     fail(Status::internal, "the decode kernel cannot split K in " + std::to_string(p.splits) + " parts (1 to " +
                                std::to_string(kMaxSplits) + ")");
-  const Maps maps{a.a, b, a.meta};
-  for (int b0 = 0; b0 < p.batch; b0 += gemm::kMaxGridBatch) {
-    gemm::Params q = p;
-    q.batch0 = b0;
-    e.launch(maps, q, s);
-  }
+  return cuda::grids(p, gemm::kMaxGridBatch, e.prepare);
 }
 
 }  // namespace spmma::sm90::decode

@@ -6,6 +6,7 @@
 
 #include <span>
 #include <string>
+#include <vector>
 
 #include "common/gemm_params.cuh"
 #include "sm90/decode_tiles.hpp"
@@ -24,15 +25,16 @@ struct Entry {
   Math math;
   const char* instruction;  // the registry id of its instruction form
   int inst_k;
-  void (*launch)(const Maps& maps, const gemm::Params& p, cudaStream_t s);
+  PrepareFn prepare;  // prepare_tile<a, b, block_n, math>
 };
 std::span<const Entry> entries();
 const Entry* find(ElemType a, ElemType b, int block_n, Math math);
 
-// The kernel launch at one instantiation (decode_launch_tile.cuh): batch entries p.batch0 ..
-// min(p.batch, p.batch0 + 65535) - 1, p.decode_stages stages, p.splits CTAs per tile.
+// The kernel's grid at one instantiation (decode_launch_tile.cuh), decided by the plan: batch
+// entries p.batch0 .. min(p.batch, p.batch0 + 65535) - 1, p.decode_stages stages, p.splits CTAs
+// per tile.
 template <ElemType A, ElemType B, int BlockN, Math M>
-void launch_tile(const Maps& maps, const gemm::Params& p, cudaStream_t s);
+cuda::Launch prepare_tile(const gemm::Params& p);
 
 // Tiles of one batch entry: the tiles of A's rows (block_m(m)) x N tiles (each `splits` CTAs with
 // split K).
@@ -43,7 +45,9 @@ inline int64_t ctas(int64_t m_pad, int64_t n, int block_n, Math m) {
 // "CTA tile 32x16 over the whole K, 24 TMA stages, ...", for Plan::describe.
 std::string describe_tile(int block_n, int stages, int splits, Math m);
 
-// Launches e with A's maps (boxes of box_a(e.math)) and B's, for every batch entry of p.
-void launch(const Entry& e, const AMaps& a, const CUtensorMap& b, const gemm::Params& p, cudaStream_t s);
+// The grids of e for every batch entry of p, at plan time (sm90::launch enqueues them, with A's
+// maps in boxes of box_a(e.math)); throws internal when p's stages or split K are out of the
+// kernel's range.
+std::vector<cuda::Launch> prepare(const Entry& e, const gemm::Params& p);
 
 }  // namespace spmma::sm90::decode

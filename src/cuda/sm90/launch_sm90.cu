@@ -36,6 +36,7 @@ CUtensorMap byte_map(const char* what, const void* base, int64_t row_bytes, int6
                                     swizzle ? (box_bytes == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B)
                                             : CU_TENSOR_MAP_SWIZZLE_NONE,
                                     CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (cuda::sticky(r)) cuda::check(r, std::string("cuTensorMapEncodeTiled (") + what + ")");  // an earlier fault
   if (r != CUDA_SUCCESS)
     fail(Status::cuda_error, std::string("cuTensorMapEncodeTiled failed for ") + what + " (error " + std::to_string(r) +
                                  "): row bytes " + std::to_string(row_bytes) + ", rows " + std::to_string(rows) +
@@ -99,12 +100,19 @@ CUtensorMap encode_b(const gemm::Params& p, int block_n, int b_bits) {
   return byte_map("B", p.b, k_bytes, p.n, p.ldb_bytes, p.batch, b_batch_stride, box_b(block_n / p.cluster_m));
 }
 
-void launch(const Entry& e, const AMaps& a, const CUtensorMap& b, const gemm::Params& p, cudaStream_t s) {
+std::vector<cuda::Launch> prepare(const Entry& e, const gemm::Params& p) {
+  return cuda::grids(p, gemm::kMaxGridBatch, e.prepare);
+}
+
+void launch(std::span<const cuda::Launch> grids, const AMaps& a, const CUtensorMap& b, const gemm::Params& p,
+            cudaStream_t s, const char* what) {
   const Maps maps{a.a, b, a.meta};
-  for (int b0 = 0; b0 < p.batch; b0 += gemm::kMaxGridBatch) {
-    gemm::Params q = p;
-    q.batch0 = b0;
-    e.launch(maps, q, s);
+  gemm::Params q = p;
+  void* args[] = {const_cast<CUtensorMap*>(&maps.a), const_cast<CUtensorMap*>(&maps.b),
+                  const_cast<CUtensorMap*>(&maps.meta), &q};
+  for (const cuda::Launch& g : grids) {
+    q.batch0 = g.batch0;
+    cuda::enqueue(g, args, s, what);
   }
 }
 

@@ -7,8 +7,10 @@
 
 #include <span>
 #include <string>
+#include <vector>
 
 #include "common/gemm_params.cuh"
+#include "launch.hpp"
 #include "sm90/tiles.hpp"
 #include "spmma/types.hpp"
 
@@ -19,7 +21,8 @@ struct Maps {
   CUtensorMap a, b, meta;
 };
 
-using LaunchFn = void (*)(const Maps& maps, const gemm::Params& p, cudaStream_t s);
+// The grid of one instantiation for batch entries p.batch0 .. (prepare_tile).
+using PrepareFn = cuda::Launch (*)(const gemm::Params& p);
 
 // One kernel instantiation: a type pair's wgmma.sp form at one tile width, with or without fp8
 // promotion. The table (entries()) is generated from the pair table and the registry
@@ -30,14 +33,15 @@ struct Entry {
   bool promoted;
   const char* instruction;  // the registry id of its wgmma.sp form
   int inst_k;               // that form's K
-  LaunchFn launch;          // launch_tile<a, b, block_n, promoted>
+  PrepareFn prepare;        // prepare_tile<a, b, block_n, promoted>
 };
 std::span<const Entry> entries();
 
-// The kernel launch at one instantiation (sm90/launch_tile.cuh): the grid covers batch entries
-// p.batch0 .. min(p.batch, p.batch0 + 65535) - 1, with p.splits parts of K in each cluster.
+// The kernel's grid at one instantiation (sm90/launch_tile.cuh), decided by the plan: it covers
+// batch entries p.batch0 .. min(p.batch, p.batch0 + 65535) - 1, with p.splits parts of K in each
+// cluster; p's sizes and the plan's choices are read, not its pointers.
 template <ElemType A, ElemType B, int BlockN, bool Promote>
-void launch_tile(const Maps& maps, const gemm::Params& p, cudaStream_t s);
+cuda::Launch prepare_tile(const gemm::Params& p);
 
 // Whether the sm90 kernel has a form for A/B types (4-bit types: no wgmma on sm_90).
 bool covers(ElemType a, ElemType b);
@@ -69,8 +73,13 @@ struct AMaps {
 AMaps encode_a(const gemm::Params& p, Box a_box);
 CUtensorMap encode_b(const gemm::Params& p, int block_n, int b_bits);
 
-// Launches e on stream s with those maps, for every batch entry of p (one launch per 65535
-// entries; split K inside each launch's clusters, split_k.cuh).
-void launch(const Entry& e, const AMaps& a, const CUtensorMap& b, const gemm::Params& p, cudaStream_t s);
+// The grids of e for every batch entry of p (one per 65535 entries; split K inside each grid's
+// clusters, split_k.cuh), at plan time.
+std::vector<cuda::Launch> prepare(const Entry& e, const gemm::Params& p);
+
+// Enqueues a plan's grids (of this kernel or the decode kernel: both take the three maps and
+// the parameters) on stream s, each with its first batch entry in p.batch0.
+void launch(std::span<const cuda::Launch> grids, const AMaps& a, const CUtensorMap& b, const gemm::Params& p,
+            cudaStream_t s, const char* what);
 
 }  // namespace spmma::sm90

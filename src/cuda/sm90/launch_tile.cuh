@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The definition of sm90::launch_tile, included by the generated instantiation files
-// (build/generated/gemm_sm90_*.cu): one grid of the kernel at one instantiation.
+// The definition of sm90::prepare_tile, included by the generated instantiation files
+// (build/generated/gemm_sm90_*.cu): one grid of the kernel at one instantiation, as a plan decides it.
 #pragma once
 #include <algorithm>
 #include <atomic>
 
 #include "device_buffer.cuh"
+#include "launch.hpp"
 #include "sm90/launch_sm90.hpp"
 #include "sm90/spgemm_sm90.cuh"
 
@@ -37,38 +38,36 @@ int resident_ctas(Kernel kernel, cudaLaunchConfig_t cfg, int cluster) {
 }
 
 template <ElemType A, ElemType B, int BlockN, bool Promote>
-void launch_tile(const Maps& m, const gemm::Params& p, cudaStream_t s) {
+cuda::Launch prepare_tile(const gemm::Params& p) {
   constexpr auto kernel = &spgemm_kernel<A, B, BlockN, Promote>;
   constexpr int smem = Smem<BlockN>::kBytes;
-  cuda::set_smem_limit(reinterpret_cast<const void*>(kernel), smem, "sm90 kernel");
-  cudaLaunchConfig_t cfg{};
-  cfg.blockDim = dim3(kThreads);
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = s;
-  cudaLaunchAttribute attrs[2]{};
-  cfg.attrs = attrs;
+  cuda::Launch l;
+  l.fn = cuda::function(reinterpret_cast<const void*>(kernel), smem, "sm90 kernel");
+  l.block = kThreads;
+  l.smem = smem;
   // A cluster: cluster_m CTAs along M times the parts of split K (scheduler.cuh).
-  const int cluster_ctas = p.cluster_m * p.splits;
-  if (cluster_ctas > 1) {
-    cudaLaunchAttribute& a = attrs[cfg.numAttrs++];
-    a.id = cudaLaunchAttributeClusterDimension;
-    a.val.clusterDim.x = static_cast<unsigned>(cluster_ctas), a.val.clusterDim.y = 1, a.val.clusterDim.z = 1;
-  }
+  l.cluster = static_cast<unsigned>(p.cluster_m * p.splits);
   // Programmatic dependent launch (spgemm_sm90.cuh): the grid may start while the kernel before it
   // in the stream finishes, its set-up overlapping that kernel's last CTAs; its threads wait for
   // that kernel before they touch global memory.
-  if (p.dependent_launch) {
-    cudaLaunchAttribute& a = attrs[cfg.numAttrs++];
-    a.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    a.val.programmaticStreamSerializationAllowed = 1;
-  }
+  l.dependent = p.dependent_launch;
+  l.batch0 = p.batch0;
   // One cluster per unit, or a persistent grid (scheduler.cuh): at most as many as fit at once
   // (never with split K, whose parts hand their sums over in the stages: the plan decides).
-  const int64_t ctas = cluster_ctas * work_units(p.m_pad, p.n, BlockN, p.cluster_m, std::min(gemm::kMaxGridBatch, p.batch - p.batch0));
-  cudaLaunchConfig_t placed = cfg;  // the occupancy query: the cluster attribute alone (it is first)
-  placed.numAttrs = cluster_ctas > 1 ? 1 : 0;
-  cfg.gridDim = dim3(static_cast<unsigned>(p.persistent ? std::min<int64_t>(ctas, resident_ctas(kernel, placed, p.cluster_m)) : ctas));
-  cuda::check(cudaLaunchKernelEx(&cfg, kernel, m.a, m.b, m.meta, p), "launch of the sm90 kernel");
+  const int64_t ctas = l.cluster * work_units(p.m_pad, p.n, BlockN, p.cluster_m, std::min(gemm::kMaxGridBatch, p.batch - p.batch0));
+  if (p.persistent) {
+    cudaLaunchConfig_t placed{};  // the occupancy query: the cluster attribute alone
+    placed.blockDim = dim3(kThreads);
+    placed.dynamicSmemBytes = smem;
+    cudaLaunchAttribute cluster{};
+    cluster.id = cudaLaunchAttributeClusterDimension;
+    cluster.val.clusterDim.x = l.cluster, cluster.val.clusterDim.y = 1, cluster.val.clusterDim.z = 1;
+    placed.attrs = &cluster, placed.numAttrs = l.cluster > 1 ? 1 : 0;
+    l.grid_x = static_cast<unsigned>(std::min<int64_t>(ctas, resident_ctas(kernel, placed, p.cluster_m)));
+  } else {
+    l.grid_x = static_cast<unsigned>(ctas);
+  }
+  return l;
 }
 
 }  // namespace spmma::sm90
