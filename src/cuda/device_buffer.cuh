@@ -60,7 +60,10 @@ inline void check(cudaError_t e, std::string_view what) {
 }
 
 // Makes `ordinal` the current device for the scope (when it is not already) and restores the
-// caller's current device at the end: every entry point of a Handle runs on its device.
+// caller's current device at the end: every entry point of a Handle runs on its device. On a
+// thread that has made no CUDA call yet, no context is current even when the device is: the
+// guard binds the device's primary context then (cudaSetDevice does), because the driver calls
+// of a run (tensor maps, the launch) need one and, unlike the runtime's, do not bind it.
 class DeviceGuard {
  public:
   explicit DeviceGuard(int ordinal) {
@@ -68,6 +71,8 @@ class DeviceGuard {
     if (prev_ != ordinal) {
       check(cudaSetDevice(ordinal), "cudaSetDevice(" + std::to_string(ordinal) + ")");
       restore_ = true;
+    } else if (!context_current()) {
+      check(cudaSetDevice(ordinal), "cudaSetDevice(" + std::to_string(ordinal) + ")");
     }
   }
   ~DeviceGuard() {
@@ -77,6 +82,7 @@ class DeviceGuard {
   DeviceGuard& operator=(const DeviceGuard&) = delete;
 
  private:
+  static bool context_current();
   int prev_ = 0;
   bool restore_ = false;
 };
@@ -92,6 +98,12 @@ Fn driver_fn(const char* name, int version) {
     f = nullptr;
   (void)cudaGetLastError();  // not sticky: a missing entry point is answered by null
   return reinterpret_cast<Fn>(f);
+}
+
+inline bool DeviceGuard::context_current() {
+  static const auto get = driver_fn<PFN_cuCtxGetCurrent_v4000>("cuCtxGetCurrent", 4000);
+  CUcontext c = nullptr;
+  return !get || (get(&c) == CUDA_SUCCESS && c != nullptr);  // without the entry point: as before
 }
 
 // A driver call's result, checked as check() checks the runtime's, in the driver's words.

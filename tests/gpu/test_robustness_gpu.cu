@@ -17,6 +17,7 @@
 #include <iostream>
 #include <random>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -154,6 +155,8 @@ struct RunOpts {
   size_t b_off = 0, c_off = 0, d_off = 0;  // byte offsets of the GPU pointers from 256-aligned bases
   bool in_place = false;                   // c == d (the images' C is used as D's initial content)
   bool graph = false;                      // capture Plan::run in a CUDA graph and replay it twice
+  int fresh_thread = 0;                    // Plan::run from a new thread (no CUDA call of its own before):
+                                           // 1 on the default stream, 2 on a stream made by this thread
   bool repeat = false;                     // run 3 more times: D must come out the same bytes
   double acc_rel = 0;                      // f32 accumulation tolerance (0: 1e-5, fp8 wgmma kFp8MmaRel)
   int64_t check_rows = 0;                  // compare only this many rows per entry (0: all)
@@ -219,6 +222,21 @@ void twin(const MatmulDesc& desc, const Images& im, const RunOpts& o, Handle& gp
     cudaGraphExecDestroy(ge);
     cudaGraphDestroy(g);
     cudaStreamDestroy(s);
+  } else if (o.fresh_thread) {
+    cudaStream_t s = nullptr;
+    if (o.fresh_thread == 2) CK(cudaStreamCreate(&s));
+    std::string error;
+    std::thread t([&] {
+      try {
+        pg.run(sg, pb, pd, epi, pg.workspace_bytes() ? ws.base : nullptr, s);
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+    });
+    t.join();
+    EXPECT_EQ(error, "") << "Plan::run from a new thread";
+    CK(cudaDeviceSynchronize());
+    if (s) cudaStreamDestroy(s);
   } else {
     pg.run(sg, pb, pd, epi, pg.workspace_bytes() ? ws.base : nullptr);
   }
@@ -708,6 +726,28 @@ TEST_F(Robust, GraphCaptureAndSynchronisation) {
   SparseMatrix sm = compress(*h_, d1, a.base, 0, 0, PruneMode::magnitude, s);
   EXPECT_EQ(cudaStreamQuery(s), cudaSuccess);
   cudaStreamDestroy(s);
+}
+
+// Plans launch through the driver (cuLaunchKernelEx, src/cuda/launch.hpp) with what they decided
+// when they were made: a thread that has made no CUDA call runs them, on the default stream (the
+// launch binds the device's context first) and on a stream of its own; each kernel family.
+TEST_F(Robust, RunsFromAFreshThreadMatchTheCpu) {
+  std::mt19937_64 rng(seed() + 8);
+  const std::tuple<KernelFamily, MatmulDesc> cases[] = {
+      {KernelFamily::sm90, desc_of(T::bf16, T::bf16, T::bf16, 384, 96, 512)},
+      {KernelFamily::decode, desc_of(T::e4m3, T::e4m3, T::bf16, 2048, 8, 512)},
+      {KernelFamily::sm80, desc_of(T::f16, T::f16, T::f32, 200, 40, 256)}};
+  for (const auto& [family, d] : cases) {
+    if (family != KernelFamily::sm80 && !sm90_runs()) continue;  // the sm90 kernels need sm_90a on an sm_90 GPU
+    const Images im = make_images(d, rng, {});
+    for (int how : {1, 2}) {
+      RunOpts o;
+      o.fresh_thread = how;
+      o.plan.kernel = family;
+      SCOPED_TRACE(std::string(type_name(d.a_type)) + (how == 1 ? ", default stream" : ", the thread's stream"));
+      twin(d, im, o, *h_);
+    }
+  }
 }
 
 // Logging: each slower path is reported once, at plan time, at the hints level.
