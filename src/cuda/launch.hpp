@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // A kernel launch decided when a plan is made, and its enqueueing by Plan::run.
 //
-// Why: Plan::run's host time is its launch. On the H100 (bench/launch_probe.cu, 2026-11-28) the
-// driver's cuLaunchKernelEx of a kernel with the sm90 kernel's arguments took a median 2.5-2.7 µs
-// back to back and 3.9-4.8 µs in a window of its own after a wait, while Plan::run, which asked
-// the runtime to launch (cudaLaunchKernelEx: its function lookup and error state) after deciding
-// the grid, the shared memory limit and the cluster on every call, took 3.2-4.7 and 4.7-8.5 µs.
-// So the plan decides all of it once (the function, grid, CTA, shared memory, cluster,
-// programmatic dependent launch) and a run passes the arguments to the driver and nothing else.
+// Why: Plan::run's host time is mostly its launch. On the H100 (bench/launch_probe.cu,
+// 2026-11-28; docs/benchmarks.md, "Plan::run's host time") the driver's launch was 71-90% of the
+// call, and a bare cuLaunchKernelEx with the sm90 kernel's arguments took 2.5-4.1 µs queued back
+// to back and 2.9-4.8 µs in spmma bench's window. What spmma added on top (deciding the grid,
+// the shared memory limit and the cluster on every call, the runtime's launch with its function
+// lookup and error state) was a median 2.2 µs in that window; with the plan deciding it all once
+// (the function, grid, CTA, shared memory, cluster, programmatic dependent launch) and a run
+// passing the arguments to the driver and nothing else, 1.2 µs.
 #pragma once
 #include <cuda.h>
 #include <cuda_runtime.h>
