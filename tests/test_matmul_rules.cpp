@@ -312,6 +312,11 @@ TEST(MatmulRules, PlanOptionsOnTheCpu) {
   p.splits = -1;
   expect_error([&] { Plan(h, d, p); }, Status::invalid_argument, {"splits = -1", "must not be negative"});
   p = {};
+  p.promotion_k = 256;
+  expect_error([&] { Plan(h, d, p); }, Status::not_supported, {"CPU backend has none"});
+  p.promotion_k = -1;
+  expect_error([&] { Plan(h, d, p); }, Status::invalid_argument, {"promotion_k = -1", "must not be negative"});
+  p = {};
   p.kernel = static_cast<KernelFamily>(7);
   expect_error([&] { Plan(h, d, p); }, Status::invalid_argument, {"PlanOptions.kernel = 7"});
   p = {};

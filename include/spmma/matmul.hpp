@@ -239,6 +239,11 @@ struct PlanOptions {
   int group_m = 0;  // sm90: rasterization, M tiles walked before the next N tiles (1 .. 1024)
   int cluster_m = 0;  // sm90: CTAs per cluster along M (1, or 2 sharing B's tile by TMA multicast)
   GridKind grid = GridKind::automatic;  // sm90: a persistent grid or one CTA per tile
+  // sm90, fp8 with promoted sums (not fast_accumulation): the K range whose products the tensor
+  // cores sum, with their fewer bits, before each add into the f32 sums: 128 (one pipeline stage:
+  // 64 products of the 2:4 A per output) or 256 (two stages, 128 products; fewer adds, a coarser
+  // sum: docs/api.md, "fp8 accuracy").
+  int promotion_k = 0;
   // sm90: programmatic dependent launch. The kernel may start while the kernel before it in the
   // stream finishes: its set-up (barriers, roles, tensor maps) overlaps that kernel's end, and its
   // threads wait for that kernel to complete before they touch global memory, so the results are
@@ -257,6 +262,7 @@ struct PlanInfo {
   int group_m = 0;                                // rasterization group (sm90)
   int cluster_m = 1;                              // CTAs per cluster along M (sm90)
   bool persistent = false;                        // a persistent grid (sm90)
+  int promotion_k = 0;                            // K per f32 add of promoted fp8 sums (sm90; 0: not promoted)
   bool dependent_launch = false;                  // programmatic dependent launch (sm90)
   bool b_repacked = false;                        // B copied or transposed into the workspace each run
   std::string b_repack_why;                       // why, when it is

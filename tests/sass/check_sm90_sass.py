@@ -13,7 +13,8 @@ main loop promises and ptxas could silently undo (issue 10, item 1; docs/layouts
                       around lane 0's arrival costs a convergence region per stage: 12.5 M
                       branch-unit instructions at bf16 8192^3 on the H100, docs/benchmarks.md);
   promoted kernels    2 sparse wgmmas per part (one stage's two K steps), a part as wide as the
-                      tile up to 192 columns and half of it at 256;
+                      tile up to 192 columns and half of it at 256; and 4 in one block on 4
+                      distinct metadata registers (two stages per promotion, promotion_k = 256);
   every kernel        no local memory (spills);
   decode kernels      (sm90/decode.cuh) no local memory either (ptxas spilled the fp8 ones under
                       tighter launch bounds), their mma.sp as HMMA.SP or IMMA.SP (Math::warps),
@@ -77,6 +78,14 @@ def check(name, body, block_n, promoted, w):
         ok = [b for b in bl if [int(GMMA.search(i).group(2)) for i in b if GMMA.search(i)] == [part, part]]
         if not ok:
             errors.append(f"no stage of two 64x{part} sparse wgmmas")
+        # Two stages per promotion (PlanOptions::promotion_k = 256): their four wgmmas in one
+        # block on four distinct metadata registers (ptxas serialising them would put a wait
+        # after each group).
+        two = [b for b in bl if [int(GMMA.search(i).group(2)) for i in b if GMMA.search(i)] == [part] * 4]
+        if not two:
+            errors.append(f"no two stages of four 64x{part} sparse wgmmas in one block")
+        elif not any(len({GMMA.search(i).group(3).split(",")[3].strip() for i in b if GMMA.search(i)}) == 4 for b in two):
+            errors.append("the two stages' wgmmas share a metadata register")
         return errors
     window, end = None, None
     for k, b in ends:

@@ -113,7 +113,9 @@ struct GpuKernel final : Kernel {
              (cfg.persistent ? ", a persistent grid" : ", one CTA per tile") +
              (cfg.splits > 1 ? ", split K in " + std::to_string(cfg.splits) + " inside each cluster" : "") +
              (cfg.dependent_launch ? ", programmatic dependent launch" : "") +
-             (gemm_promotes(desc.a_type) ? (wgmma->promoted ? ", fp8 sums promoted to f32 every 2 instructions"
+             (gemm_promotes(desc.a_type) ? (wgmma->promoted ? ", fp8 sums promoted to f32 every " + std::to_string(2 * cfg.promote_stages) +
+                                                                  " instructions (K = " +
+                                                                  std::to_string(2 * cfg.promote_stages * instr->inst_k) + ")"
                                                             : ", fp8 sums in the tensor cores (fast_accumulation)")
                                          : "") +
              describe_b();
@@ -133,6 +135,7 @@ struct GpuKernel final : Kernel {
     i.group_m = wgmma ? cfg.group_m : 0;
     i.cluster_m = wgmma ? cfg.cluster_m : 1;
     i.persistent = wgmma && cfg.persistent;
+    i.promotion_k = wgmma && wgmma->promoted ? cfg.promote_stages * sm90::kStepsPerStage * instr->inst_k : 0;
     i.dependent_launch = sm90 && cfg.dependent_launch;
     i.b_repacked = b_read != BRead::in_place;
     if (i.b_repacked) i.b_repack_why = b_why;
@@ -165,6 +168,7 @@ struct GpuKernel final : Kernel {
     p.group_m = cfg.group_m;
     p.cluster_m = cfg.cluster_m;
     p.persistent = cfg.persistent;
+    p.promote_stages = cfg.promote_stages;
     p.dependent_launch = cfg.dependent_launch;
     p.decode_stages = cfg.stages;
     grids = dec ? sm90::decode::prepare(*dec, p) : wgmma ? sm90::prepare(*wgmma, p) : sm80::prepare(*instr, p);
@@ -264,7 +268,8 @@ struct GpuBackend final : Backend {
                                       ": the sm90 kernels cannot run this plan (" + k.sm80_why + ")");
     if (!k.sm80_why.empty()) {
       if (pins_kernel_choices(pins))
-        fail(Status::not_supported, "PlanOptions: tile_n, tile_m, splits, group_m, cluster_m, grid and dependent_launch pin the sm90 kernels' choices; this plan runs "
+        fail(Status::not_supported, "PlanOptions: tile_n, tile_m, splits, group_m, cluster_m, grid, dependent_launch and promotion_k pin the sm90 "
+                                    "kernels' choices; this plan runs "
                                     "the sm80 kernel (" + k.sm80_why + "), whose tile is fixed (" + sm80::describe_tile() +
                                     ") and which has no split K");
       return;

@@ -59,6 +59,8 @@ struct Params {
   int cluster_m;           // sm90: CTAs per cluster along M (1 or 2), sharing B's tile by multicast (a
                            // cluster holds cluster_m x splits CTAs)
   bool persistent;         // sm90: at most one CTA per SM, each taking tile after tile (not with split K)
+  int promote_stages;      // sm90, promoted fp8 sums: the stages (K = 128 each) the tensor cores sum
+                           // before each f32 add (1 or 2; PlanOptions::promotion_k)
   int decode_stages;       // sm90 decode kernel: its pipeline's depth (the launch sizes shared memory by it)
   bool dependent_launch;   // sm90 (host side): launched with programmatic stream serialization, its
                            // set-up overlapping the kernel before it (PlanOptions::dependent_launch)

@@ -38,6 +38,15 @@ constexpr int kNarrowest = 64;
 // 4096 x 256 x K at K = 8192-14336 1.04-1.17x (bf16, e4m3, s8), 4096 x 192 x 14336 1.06-1.09x
 // (bf16, e4m3; s8 0.99x); at K = 4096 0.91-0.99x, and 2048 x 256 x 14336 (64 CTAs) 0.83-0.92x.
 constexpr int kWideSplitWidth = 128, kWideSplitMinK = 8192;
+// Promoted fp8 sums: the stages (K = 128 each, 64 products of the 2:4 A per output) the tensor
+// cores sum before each f32 add (mainloop.cuh, `promoted`; PlanOptions::promotion_k pins 1 or 2).
+// Two: 128 products per add, the interval of dense fp8 GEMMs that promote (4 wgmmas of K = 32),
+// half the adds and waits of one. Measured on the H100 (2026-11-28 06:07 UTC, e4m3, hot L2, 2
+// rounds, one binary; docs/benchmarks.md "fp8 promotion every 256 of K"): 1.08-1.10x at
+// 8192^3, 4096^3, 4096 x 2048 x 4096, 14336 x 8192 x 4096, 4096 x 8192 x 14336, 28672 x 2048 x
+// 8192 (geomean 1.080 over those and 14336 x 256 x 4096, 1.034x). The bound on the sums doubles,
+// 2^-7 to 2^-6 of the products' magnitudes (docs/api.md, "fp8 accuracy").
+constexpr int kPromoteStages = 2;
 
 constexpr int kClusterMinMTiles = 4;
 
@@ -156,14 +165,25 @@ Config choose_decode(const MatmulDesc& d, int inst_k, int sm_count, int pinned_s
 }  // namespace
 
 Config choose(const MatmulDesc& d, bool promoted, int inst_k, int sm_count, const PlanOptions& pins) {
-  const bool main_pinned = pins.tile_n || pins.splits || pins.group_m || pins.cluster_m || pins.grid != GridKind::automatic;
+  const bool main_pinned = pins.tile_n || pins.splits || pins.group_m || pins.cluster_m || pins.grid != GridKind::automatic ||
+                           pins.promotion_k;
   if (pins.tile_m && pins.kernel == KernelFamily::sm90)
     fail(Status::not_supported, "PlanOptions.tile_m = " + std::to_string(pins.tile_m) +
                                     " pins the decode kernel's rows; PlanOptions.kernel = sm90 pins the main kernel");
+  const int stage_k = kStepsPerStage * inst_k;  // fp8: 128
+  if (pins.promotion_k && !promoted)
+    fail(Status::not_supported, "PlanOptions.promotion_k = " + std::to_string(pins.promotion_k) + ": this plan's sums " +
+                                    (detail::gemm_promotes(d.a_type)
+                                         ? "stay in the tensor cores (MatmulDesc.fast_accumulation)"
+                                         : "are not fp8's (" + std::string(type_name(d.a_type)) + ": nothing to promote)"));
+  if (pins.promotion_k && pins.promotion_k != stage_k && pins.promotion_k != 2 * stage_k)
+    fail(Status::invalid_argument, "PlanOptions.promotion_k = " + std::to_string(pins.promotion_k) +
+                                       ": the sm90 kernel promotes fp8 sums every " + std::to_string(stage_k) + " or " +
+                                       std::to_string(2 * stage_k) + " of K (one or two pipeline stages)");
   if (pins.kernel == KernelFamily::decode || pins.tile_m) {
-    if (pins.tile_n || pins.group_m || pins.cluster_m || pins.grid != GridKind::automatic)
-      fail(Status::not_supported, "PlanOptions: tile_n, group_m, cluster_m and grid pin the main sm90 kernel's "
-                                  "choices; the decode kernel (PlanOptions.kernel = decode or tile_m) has tiles of "
+    if (pins.tile_n || pins.group_m || pins.cluster_m || pins.grid != GridKind::automatic || pins.promotion_k)
+      fail(Status::not_supported, "PlanOptions: tile_n, group_m, cluster_m, grid and promotion_k pin the main sm90 "
+                                  "kernel's choices; the decode kernel (PlanOptions.kernel = decode or tile_m) has tiles of "
                                   "32 rows (fp8 also 64) 8 or 16 wide, one CTA per tile or per part of K (splits)");
     Config c = choose_decode(d, inst_k, sm_count, pins.splits, pins.tile_m);
     c.dependent_launch = pins.dependent_launch;
@@ -293,6 +313,7 @@ Config choose(const MatmulDesc& d, bool promoted, int inst_k, int sm_count, cons
   if (pins.group_m && (pins.group_m < 1 || pins.group_m > 1024))
     fail(Status::invalid_argument, "PlanOptions.group_m = " + std::to_string(pins.group_m) + ": 1 .. 1024 M tiles");
   c.group_m = pins.group_m ? pins.group_m : kGroupM;
+  c.promote_stages = promoted ? (pins.promotion_k ? pins.promotion_k / stage_k : kPromoteStages) : 1;
   c.dependent_launch = pins.dependent_launch;
   return c;
 }

@@ -19,6 +19,7 @@ struct Config {
   int group_m = 0;           // M tiles per rasterization group
   int cluster_m = 1;         // CTAs per cluster along M (2: B's tile shared by multicast)
   bool persistent = false;   // a persistent grid (scheduler.cuh), else one CTA per tile
+  int promote_stages = 1;    // promoted fp8 sums: stages per f32 add (PlanOptions::promotion_k / 128)
   bool dependent_launch = true;  // programmatic dependent launch (PlanOptions::dependent_launch)
   // The decode kernel (decode.cuh) instead: block_m 32, block_n 8 or 16, `stages` its pipeline's
   // depth, split K in `splits` parts of stages_per_split of its stages (kGroups metadata groups

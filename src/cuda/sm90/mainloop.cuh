@@ -112,12 +112,14 @@ struct ConsumerView {
   int c;
   uint64_t* peer_empty;  // the other CTA's empty barriers (a cluster of 2): its B slot is refilled with ours
   int lane;
+  int promote_stages;  // fp8 promotion: stages whose sums the tensor cores make before each f32 add
 
   __device__ __forceinline__ ConsumerView(const Smem<BlockN>& s, const gemm::Params& p, int c_) : sm(s), c(c_) {
     lane = threadIdx.x % 32;
     const int warp = (threadIdx.x / 32) % 4, P = p.meta_lanes, g = lane / 4, t = lane % 4, L = P / 8;
     meta_off = (4 * c + warp) * box_meta(P).bytes + (g * L + min(t, L - 1)) * gemm::kMetaGroup * 4;
     peer_empty = p.cluster_m > 1 ? ptx::in_cta(sm.empty(0), ptx::cluster_rank() ^ 1) : nullptr;
+    promote_stages = p.promote_stages;
   }
   __device__ __forceinline__ uint64_t da(int slot) const {
     return ptx::smem_desc<kARowBytes>(sm.a(slot) + c * 64 * kARowBytes);
@@ -173,30 +175,47 @@ __device__ __forceinline__ void window(typename Form::Acc (&acc)[BlockN / 2], co
   ptx::fence_operands(acc);
 }
 
-// fp8 promotion: the sums of a stage's 2 instructions (64 products per output), made by the
-// tensor cores with fewer bits than f32, added to the running sums in f32 on the CUDA cores
-// (every 2 stages measured no faster on the H100, docs/benchmarks.md). A part of PartN columns:
-// the whole tile up to 192 columns; the 256-column tile promotes its two 128-column halves one
-// after the other, so that the second set of sums is half the first (128 + 64 registers per
-// thread, where two whole sets, 256, would not fit a math thread's 232).
-template <class Form, int BlockN>
-__device__ __forceinline__ void promoted_stage(typename Form::Acc (&acc)[BlockN / 2], const ConsumerView<BlockN>& v,
-                                               int slot, uint32_t phase) {
+// fp8 promotion: the sums of W stages' 2W instructions (64 products per output each stage),
+// made by the tensor cores with fewer bits than f32, added to the running sums in f32 on the CUDA
+// cores. W is the plan's (PlanOptions::promotion_k: K = 128 per stage of 2:4 A). A part of PartN
+// columns: the whole tile up to 192 columns; the 256-column tile promotes its two 128-column
+// halves one after the other, so that the second set of sums is half the first (128 + 64
+// registers per thread, where two whole sets, 256, would not fit a math thread's 232). As in
+// `window`, every metadata register of the W stages is written before the first wgmma (C7513).
+template <class Form, int BlockN, int W, class State>
+__device__ __forceinline__ void promoted(typename Form::Acc (&acc)[BlockN / 2], const ConsumerView<BlockN>& v,
+                                         State& st) {
   using Acc = typename Form::Acc;
-  constexpr int PartN = BlockN > 192 ? BlockN / 2 : BlockN;
+  constexpr int PartN = BlockN > 192 ? BlockN / 2 : BlockN, kParts = BlockN / PartN;
   Acc part[PartN / 2];
-  const uint2 e = v.acquire(slot, phase);
-  const uint64_t da = v.da(slot), db = v.db(slot);
+  uint2 e[W];
+  int slot[W];
 #pragma unroll
-  for (int h = 0; h < BlockN / PartN; ++h) {
-    // Columns h·PartN .. : B's rows (one per column) are kBRowBytes apart inside the stage.
-    const uint64_t dbh = db + h * PartN * kBRowBytes / 16;
+  for (int j = 0; j < W; ++j, st.advance()) slot[j] = st.index, e[j] = v.acquire(st.index, st.phase);
+#pragma unroll
+  for (int h = 0; h < kParts; ++h) {
     ptx::wgmma_fence();
-    Form::template mma<PartN>(part, da, dbh, e.x, false);
-    Form::template mma<PartN>(part, da + kABytesPerStep / 16, dbh + kBBytesPerStep / 16, e.y, true);
-    ptx::wgmma_commit();
-    ptx::wgmma_wait<0>();
-    if (h == BlockN / PartN - 1) v.release(slot);
+#pragma unroll
+    for (int j = 0; j < W; ++j) {
+      // Columns h·PartN .. : B's rows (one per column) are kBRowBytes apart inside the stage.
+      const uint64_t da = v.da(slot[j]), dbh = v.db(slot[j]) + h * PartN * kBRowBytes / 16;
+      Form::template mma<PartN>(part, da, dbh, e[j].x, j > 0);
+      Form::template mma<PartN>(part, da + kABytesPerStep / 16, dbh + kBBytesPerStep / 16, e[j].y, true);
+      ptx::wgmma_commit();
+    }
+    if (h == kParts - 1) {
+      // The last part's reads of each slot retire group by group: the first slot is refilled
+      // while the others' wgmmas run.
+      ptx::wgmma_wait<W - 1>();
+      v.release(slot[0]);
+      if constexpr (W > 1) {
+        ptx::wgmma_wait<0>();
+#pragma unroll
+        for (int j = 1; j < W; ++j) v.release(slot[j]);
+      }
+    } else {
+      ptx::wgmma_wait<0>();
+    }
 #pragma unroll
     for (int j = 0; j < PartN / 2; ++j) {
       ptx::fence_operand(part[j]);
@@ -212,7 +231,10 @@ __device__ __forceinline__ void consume(typename Form::Acc (&acc)[BlockN / 2], c
 #pragma unroll
   for (int i = 0; i < BlockN / 2; ++i) acc[i] = 0;
   if constexpr (Promote) {
-    for (int i = 0; i < w.stages; ++i, st.advance()) promoted_stage<Form, BlockN>(acc, v, st.index, st.phase);
+    int i = 0;
+    if (v.promote_stages == 2)
+      for (; i + 2 <= w.stages; i += 2) promoted<Form, BlockN, 2>(acc, v, st);
+    for (; i < w.stages; ++i) promoted<Form, BlockN, 1>(acc, v, st);
   } else {
     int i = 0;
     for (; i + kWindow <= w.stages; i += kWindow) window<Form, BlockN, kWindow>(acc, v, st);
