@@ -113,14 +113,18 @@ struct GpuKernel final : Kernel {
              (cfg.persistent ? ", a persistent grid" : ", one CTA per tile") +
              (cfg.splits > 1 ? ", split K in " + std::to_string(cfg.splits) + " inside each cluster" : "") +
              (cfg.dependent_launch ? ", programmatic dependent launch" : "") +
-             (gemm_promotes(desc.a_type) ? (wgmma->promoted ? ", fp8 sums promoted to f32 every " + std::to_string(2 * cfg.promote_stages) +
-                                                                  " instructions (K = " +
-                                                                  std::to_string(2 * cfg.promote_stages * instr->inst_k) + ")"
+             (gemm_promotes(desc.a_type) ? (wgmma->promoted ? ", fp8 sums promoted to f32 every " +
+                                                                  std::to_string(promotion_k() / instr->inst_k) +
+                                                                  " instructions (K = " + std::to_string(promotion_k()) + ")"
                                                             : ", fp8 sums in the tensor cores (fast_accumulation)")
                                          : "") +
              describe_b();
     return std::string("sm80 mma.sp kernel: ") + instr->instruction + ", " + sm80::describe_tile() + describe_b() +
            (sm80_why.empty() ? "" : " (not the sm90 kernel: " + sm80_why + ")");
+  }
+  // The K the tensor cores sum before each f32 add of promoted fp8 sums (0: none promoted).
+  int promotion_k() const {
+    return wgmma && wgmma->promoted ? cfg.promote_stages * sm90::kStepsPerStage * instr->inst_k : 0;
   }
   PlanInfo info() const override {
     PlanInfo i;
@@ -135,7 +139,7 @@ struct GpuKernel final : Kernel {
     i.group_m = wgmma ? cfg.group_m : 0;
     i.cluster_m = wgmma ? cfg.cluster_m : 1;
     i.persistent = wgmma && cfg.persistent;
-    i.promotion_k = wgmma && wgmma->promoted ? cfg.promote_stages * sm90::kStepsPerStage * instr->inst_k : 0;
+    i.promotion_k = promotion_k();
     i.dependent_launch = sm90 && cfg.dependent_launch;
     i.b_repacked = b_read != BRead::in_place;
     if (i.b_repacked) i.b_repack_why = b_why;
