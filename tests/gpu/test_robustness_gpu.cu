@@ -1408,6 +1408,49 @@ TEST_F(Robust, EpilogueRunsOfEightMatchTheCpu) {
       }
 }
 
+// The plain epilogue inside D (sm90/epilogue.cuh, plain_inside), each way on purpose: a warp's 16
+// rows wholly inside D take it, the others the general way out, in the same tile. M = 200: the
+// second 128-row tile's warps at rows 128-191 inside, 192-207 across M's edge; N = 2 x the tile
+// width + 24: two whole tiles and a partial one. 16-bit D through stmatrix (both layouts, bf16
+// and f16, ReLU or not), 32-bit D row-major from registers (f32 from f32 sums, s32 from s8);
+// column-major 32-bit D and a D one element off its alignment go the general way. Every tile
+// width of each kind (e4m3 promoted: 64, 128, 192, and 256, the Lean kernels, which keep the
+// general way), batches of 2 with a padded leading dimension, NaN and infinities with ReLU.
+TEST_F(Robust, PlainEpilogueInsideDMatchesTheCpu) {
+  if (supported_types(*h_).empty()) GTEST_SKIP() << "no GPU";
+  if (!sm90_runs()) GTEST_SKIP() << "the sm90 kernel does not run here (needs an sm_90 GPU and sm_90a machine code)";
+  std::mt19937_64 rng(seed() + 41);
+  int runs = 0;
+  for (auto [a, cd] : {std::pair{T::bf16, T::bf16}, std::pair{T::f16, T::f16}, std::pair{T::bf16, T::f32},
+                       std::pair{T::tf32, T::f32}, std::pair{T::s8, T::s32}, std::pair{T::e4m3, T::bf16},
+                       std::pair{T::e4m3, T::f16}})
+    for (int tile : {64, 128, 192, 256}) {
+      if (tile == 192 && !detail::gemm_promotes(a)) continue;  // 192 is built for promoted fp8 only
+      for (Order cdo : {Order::row_major, Order::col_major})
+        for (int variant = 0; variant < 3; ++variant) {
+          // 0: aligned, ReLU; 1: aligned, leading dimension + 8; 2: D one element off (general way)
+          const bool relu = variant == 0;
+          SCOPED_TRACE(std::string(type_name(a)) + " -> " + std::string(type_name(cd)) + " tile " + std::to_string(tile) +
+                       (cdo == Order::row_major ? ", row-major D" : ", column-major D") +
+                       (variant == 0 ? ", ReLU" : variant == 1 ? ", ldd + 8" : ", D one element off"));
+          MatmulDesc d = desc_of(a, a, cd, 200, 2 * tile + 24, 4 * kstep(a));
+          d.cd_order = cdo, d.batch = 2;
+          d.activation = relu ? Activation::relu : Activation::none;
+          if (variant == 1) d.ldd = (cdo == Order::row_major ? d.n : d.m) + 8;
+          RunOpts o;
+          o.plan.kernel = KernelFamily::sm90;
+          o.plan.tile_n = tile;
+          if (variant == 2) o.d_off = static_cast<size_t>(bits_of(cd) / 8);
+          if (a == T::e4m3) o.acc_rel = kFp8MmaRel;
+          Images im = make_images(d, rng, Specials{relu && !is_int(a) ? 0.002 : 0.0});
+          twin(d, im, o, *h_);
+          EXPECT_EQ(Plan(*h_, d, o.plan).info().tile_n, tile);
+          ++runs;
+        }
+    }
+  EXPECT_EQ(runs, 7 * 2 * 3 * 3 + 2 * 2 * 3);  // three widths each, and 192 for both e4m3 pairs
+}
+
 // The general epilogue's loop over a warp's 16 x 16 blocks (sm90/epilogue.cuh: the block picked
 // at run time from the accumulator registers, by a switch) at every tile width the kernel is
 // built with, each on purpose: every block of a whole tile (N = width + 40: one whole tile and one

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The sm90 kernel's epilogue, per math warpgroup, while the producer already loads the next
 // tile into the pipeline's stages (a persistent grid, scheduler.cuh); with split K, in part 0's
-// CTA only, on the whole sums (split_k.cuh). Two ways out:
+// CTA only, on the whole sums (split_k.cuh). First, for a warp's rows wholly inside D with the
+// plain epilogue, straight-line stores decided once per tile (plain_inside, below); else two ways
+// out:
 //   plain f32/s32 D, row-major: the wgmma D fragment's pairs straight from registers (8 rows x
 //               32 bytes per warp store, whole sectors);
 //   any other   through the warp's 16 x 16 scratch block (12 KB beside the stages), one block
@@ -15,6 +17,7 @@
 #include <type_traits>
 
 #include "common/gemm_params.cuh"
+#include "ptx/stmatrix.cuh"
 #include "sm90/mainloop.cuh"
 #include "sm90/scheduler.cuh"
 #include "sm90/tiles.hpp"
@@ -185,6 +188,120 @@ __device__ __forceinline__ void general_epilogue(const Acc (&acc)[BlockN / 2], u
   }
 }
 
+// ---------------------------------------------------------------- the plain epilogue inside D
+// A warp's 16 rows of a tile that lies wholly inside D (every row < M, every column < N), D
+// aligned for the stores, plain (alpha 1, no C, no bias, ReLU or nothing): every decision made once
+// for the warp's tile, then straight-line stores from base pointers with the blocks' offsets as
+// immediates. Why: the general way out (store_blocks, each_pair below) decides again for every
+// block or pair (bounds, D's type, alignment, 64-bit indices: 40 instructions per pair of s32, 90
+// per 16 x 16 block of bf16 in Nsight Compute's source view), and those thousands of instructions
+// per tile, cold in the instruction cache after each main loop (its "no instruction" stalls), held
+// the tensor cores idle: the kernel with no epilogue at all ran 1.07-1.47x faster at 4096^3,
+// 14336x8192x4096 and 8192^3 (bf16, s8, e4m3), the kernel without its global stores only
+// 1.00-1.04x. This way: bf16 1.02-1.15x on issue 10's 11 shapes, s8 1.01-1.12x, f16 0.98-1.05x,
+// cold decode rows with column-major D 1.02-1.14x (H200, 2026-11-28; docs/benchmarks.md, "The
+// plain epilogue inside D").
+
+// 32-bit D (f32 from float sums, s32 from integer ones), row-major: the fragment's pairs straight
+// from registers (8 rows x 32 bytes per warp store, whole sectors): this thread's pair e at row g
+// (d0) or g + 8 (d8), columns 8(e/4) + 2t.
+template <class Acc, int BlockN, bool Relu>
+__device__ __forceinline__ void inside_pairs(const Acc (&acc)[BlockN / 2], uint32_t* d0, uint32_t* d8) {
+  auto word = [](Acc a) {
+    if constexpr (std::is_same_v<Acc, float>) return __float_as_uint(gemm::plain_value(a, Relu));
+    else return static_cast<uint32_t>(gemm::plain_value(static_cast<int32_t>(a), Relu));
+  };
+#pragma unroll
+  for (int e = 0; e < BlockN / 2; e += 2)
+    *reinterpret_cast<uint2*>(((e / 2) % 2 ? d8 : d0) + 8 * (e / 4)) = make_uint2(word(acc[e]), word(acc[e + 1]));
+}
+
+// 16-bit D (bf16, f16), either layout: each 16 x 16 block of the warp's rows rounded into D's
+// type in registers, stored into the warp's scratch by one stmatrix (transposed for column-major
+// D), then one 16-byte run of 8 along D's contiguous dimension per lane (the block's rows for
+// row-major D, its columns for column-major D: one code path, as store_blocks). The scratch
+// holds two blocks of 16 rows x 32 bytes (512 bytes each, of the warp's 1536), alternating, so
+// one __syncwarp per block orders both the block's store before its reads and the reads of the
+// block two back before the store over them. Each row's two 16-byte halves swap places in rows
+// 4-7 and 12-15 of a block: stmatrix's eight rows of a matrix and the 16-byte reads of eight
+// lanes then each fall in distinct banks.
+template <int BlockN, bool ColMajor, bool Bf16, bool Relu>
+__device__ __forceinline__ void inside_runs16(const float (&acc)[BlockN / 2], uint32_t* scratch, uint16_t* dst,
+                                              int64_t block_step, int lane) {
+  const int i = lane / 8, q = lane % 8;
+  auto at = [](int row, int half) { return row * 32 + ((half ^ ((row >> 2) & 1)) * 16); };
+  // stmatrix: lane 8i + q gives row q of matrix i (registers r[i]: rows 8(i % 2) .., columns 8(i / 2) ..).
+  const int st_row = ColMajor ? 8 * (i / 2) + q : 8 * (i % 2) + q, st_half = ColMajor ? i % 2 : i / 2;
+  const uint32_t st = gemm::smem_u32(scratch) + at(st_row, st_half);
+  const uint8_t* ld = reinterpret_cast<const uint8_t*>(scratch) + at(lane / 2, lane % 2);
+  auto pack = [](float a, float b) {
+    a = gemm::plain_value(a, Relu), b = gemm::plain_value(b, Relu);
+    if constexpr (Bf16) {
+      const __nv_bfloat162 h = gemm::to_bf16x2(a, b);
+      return reinterpret_cast<const uint32_t&>(h);
+    } else {
+      const __half2 h = gemm::to_f16x2(a, b);
+      return reinterpret_cast<const uint32_t&>(h);
+    }
+  };
+  __syncwarp();  // the scratch's last reader (an earlier tile) is done
+#pragma unroll
+  for (int k = 0; k < BlockN / kEpilogueChunk; ++k) {
+    const int j = 8 * k, buf = (k % 2) * 512;
+    ptx::stmatrix_x4<ColMajor>(st + buf, pack(acc[j], acc[j + 1]), pack(acc[j + 2], acc[j + 3]),
+                               pack(acc[j + 4], acc[j + 5]), pack(acc[j + 6], acc[j + 7]));
+    __syncwarp();
+    *reinterpret_cast<uint4*>(dst + k * block_step) = *reinterpret_cast<const uint4*>(ld + buf);
+  }
+}
+
+// The plain epilogue of the warp's rows from row0 when they lie inside D and D is aligned for
+// the stores above; false (nothing stored) otherwise, for the general way out.
+template <class Acc, int BlockN, bool Lean>
+__device__ __forceinline__ bool plain_inside(const Acc (&acc)[BlockN / 2], uint32_t* scratch, const WorkTile& w,
+                                             const gemm::Params& p, int row0) {
+  // Not the Lean kernels (epilogue below): with any second way out of their epilogue, this one
+  // or the general one's data movement alone, ptxas kept two of their main loop's sums in local
+  // memory (a load and a store of each per promotion).
+  if constexpr (Lean) return false;
+  if (row0 + kEpilogueChunk > p.m || w.n0 + BlockN > p.n) return false;
+  const bool relu = p.activation == detail::kActRelu;
+  const int lane = threadIdx.x % 32;
+  const uint64_t d = reinterpret_cast<uintptr_t>(p.d);
+  if constexpr (std::is_same_v<Acc, float>) {
+    if (p.d_type == gemm::CdType::bf16 || p.d_type == gemm::CdType::f16) {
+      if ((d | static_cast<uint64_t>(p.ldd * 2) | static_cast<uint64_t>(p.batch_d * 2)) % 16) return false;
+      const bool cm = p.cd_col_major, bf = p.d_type == gemm::CdType::bf16;
+      const int64_t line = cm ? w.n0 + lane / 2 : row0 + lane / 2, first = cm ? row0 + 8 * (lane % 2) : w.n0 + 8 * (lane % 2);
+      uint16_t* dst = static_cast<uint16_t*>(p.d) + w.batch * p.batch_d + line * p.ldd + first;
+      const int64_t step = cm ? kEpilogueChunk * p.ldd : kEpilogueChunk;
+      // One instantiation per (layout, type, ReLU), each straight-line; a run executes one.
+      if (cm) {
+        if (bf) relu ? inside_runs16<BlockN, true, true, true>(acc, scratch, dst, step, lane)
+                     : inside_runs16<BlockN, true, true, false>(acc, scratch, dst, step, lane);
+        else relu ? inside_runs16<BlockN, true, false, true>(acc, scratch, dst, step, lane)
+                  : inside_runs16<BlockN, true, false, false>(acc, scratch, dst, step, lane);
+      } else {
+        if (bf) relu ? inside_runs16<BlockN, false, true, true>(acc, scratch, dst, step, lane)
+                     : inside_runs16<BlockN, false, true, false>(acc, scratch, dst, step, lane);
+        else relu ? inside_runs16<BlockN, false, false, true>(acc, scratch, dst, step, lane)
+                  : inside_runs16<BlockN, false, false, false>(acc, scratch, dst, step, lane);
+      }
+      return true;
+    }
+  }
+  constexpr gemm::CdType kWord = std::is_same_v<Acc, float> ? gemm::CdType::f32 : gemm::CdType::s32;
+  if (p.cd_col_major || p.d_type != kWord ||
+      (d | static_cast<uint64_t>(p.ldd * 4) | static_cast<uint64_t>(p.batch_d * 4)) % 8)
+    return false;
+  const int g = lane / 4, t = lane % 4;
+  uint32_t* d0 = static_cast<uint32_t*>(p.d) + w.batch * p.batch_d + static_cast<int64_t>(row0 + g) * p.ldd + w.n0 + 2 * t;
+  uint32_t* d8 = d0 + 8 * p.ldd;
+  if (relu) inside_pairs<Acc, BlockN, true>(acc, d0, d8);
+  else inside_pairs<Acc, BlockN, false>(acc, d0, d8);
+  return true;
+}
+
 // Math warpgroup c's part of D (rows 64c .. 64c + 63 of the tile) from this thread's accumulators.
 //
 // Lean: the promoted 256-wide fp8 kernels, whose 128 + 64 accumulator registers per thread leave
@@ -196,6 +313,7 @@ __device__ __forceinline__ void epilogue(const Acc (&acc)[BlockN / 2], uint32_t*
   const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4, g = lane / 4, t = lane % 4;
   if (w.m0 + 64 * c >= p.m_pad) return;  // past A's rows: the odd CTA of the last cluster (scheduler.cuh)
   const int row0 = w.m0 + 64 * c + 16 * warp;  // the warp's 16 rows
+  if (p.plain && plain_inside<Acc, BlockN, Lean>(acc, scratch, w, p, row0)) return;
   auto raw = [&](int e) { return reinterpret_cast<const uint32_t&>(acc[e]); };
   // f(e, row, col) for each of this thread's pairs (e, e + 1) whose first element lies inside D.
   auto each_pair = [&](auto&& f) {
