@@ -267,10 +267,9 @@ __device__ __forceinline__ bool plain_inside(const Acc (&acc)[BlockN / 2], uint3
   if (row0 + kEpilogueChunk > p.m || w.n0 + BlockN > p.n) return false;
   const bool relu = p.activation == detail::kActRelu;
   const int lane = threadIdx.x % 32;
-  const uint64_t d = reinterpret_cast<uintptr_t>(p.d);
   if constexpr (std::is_same_v<Acc, float>) {
     if (p.d_type == gemm::CdType::bf16 || p.d_type == gemm::CdType::f16) {
-      if ((d | static_cast<uint64_t>(p.ldd * 2) | static_cast<uint64_t>(p.batch_d * 2)) % 16) return false;
+      if (!gemm::vector_runs_ok(p, 8)) return false;
       const bool cm = p.cd_col_major, bf = p.d_type == gemm::CdType::bf16;
       const int64_t line = cm ? w.n0 + lane / 2 : row0 + lane / 2, first = cm ? row0 + 8 * (lane % 2) : w.n0 + 8 * (lane % 2);
       uint16_t* dst = static_cast<uint16_t*>(p.d) + w.batch * p.batch_d + line * p.ldd + first;
@@ -291,9 +290,7 @@ __device__ __forceinline__ bool plain_inside(const Acc (&acc)[BlockN / 2], uint3
     }
   }
   constexpr gemm::CdType kWord = std::is_same_v<Acc, float> ? gemm::CdType::f32 : gemm::CdType::s32;
-  if (p.cd_col_major || p.d_type != kWord ||
-      (d | static_cast<uint64_t>(p.ldd * 4) | static_cast<uint64_t>(p.batch_d * 4)) % 8)
-    return false;
+  if (p.d_type != kWord || !gemm::vector_rows_ok(p, 2)) return false;
   const int g = lane / 4, t = lane % 4;
   uint32_t* d0 = static_cast<uint32_t*>(p.d) + w.batch * p.batch_d + static_cast<int64_t>(row0 + g) * p.ldd + w.n0 + 2 * t;
   uint32_t* d8 = d0 + 8 * p.ldd;
