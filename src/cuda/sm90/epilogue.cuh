@@ -200,7 +200,8 @@ __device__ __forceinline__ void general_epilogue(const Acc (&acc)[BlockN / 2], u
 // 14336x8192x4096 and 8192^3 (bf16, s8, e4m3), the kernel without its global stores only
 // 1.00-1.04x. This way: bf16 1.02-1.15x on issue 10's 11 shapes, s8 1.01-1.12x, f16 0.98-1.05x,
 // cold decode rows with column-major D 1.02-1.14x (H200, 2026-11-28; docs/benchmarks.md, "The
-// plain epilogue inside D").
+// plain epilogue inside D"); e4m3's 256-wide Lean kernels 1.07-1.08x at K = 4096 once their
+// registers allowed it (tiles.hpp, reg_split; "The Lean kernels' epilogue").
 
 // 32-bit D (f32 from float sums, s32 from integer ones), row-major: the fragment's pairs straight
 // from registers (8 rows x 32 bytes per warp store, whole sectors): this thread's pair e at row g
@@ -257,13 +258,9 @@ __device__ __forceinline__ void inside_runs16(const float (&acc)[BlockN / 2], ui
 
 // The plain epilogue of the warp's rows from row0 when they lie inside D and D is aligned for
 // the stores above; false (nothing stored) otherwise, for the general way out.
-template <class Acc, int BlockN, bool Lean>
+template <class Acc, int BlockN>
 __device__ __forceinline__ bool plain_inside(const Acc (&acc)[BlockN / 2], uint32_t* scratch, const WorkTile& w,
                                              const gemm::Params& p, int row0) {
-  // Not the Lean kernels (epilogue below): with any second way out of their epilogue, this one
-  // or the general one's data movement alone, ptxas kept two of their main loop's sums in local
-  // memory (a load and a store of each per promotion).
-  if constexpr (Lean) return false;
   if (row0 + kEpilogueChunk > p.m || w.n0 + BlockN > p.n) return false;
   const bool relu = p.activation == detail::kActRelu;
   const int lane = threadIdx.x % 32;
@@ -310,7 +307,7 @@ __device__ __forceinline__ void epilogue(const Acc (&acc)[BlockN / 2], uint32_t*
   const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4, g = lane / 4, t = lane % 4;
   if (w.m0 + 64 * c >= p.m_pad) return;  // past A's rows: the odd CTA of the last cluster (scheduler.cuh)
   const int row0 = w.m0 + 64 * c + 16 * warp;  // the warp's 16 rows
-  if (p.plain && plain_inside<Acc, BlockN, Lean>(acc, scratch, w, p, row0)) return;
+  if (p.plain && plain_inside<Acc, BlockN>(acc, scratch, w, p, row0)) return;
   auto raw = [&](int e) { return reinterpret_cast<const uint32_t&>(acc[e]); };
   // f(e, row, col) for each of this thread's pairs (e, e + 1) whose first element lies inside D.
   auto each_pair = [&](auto&& f) {

@@ -11,6 +11,7 @@
 #include "ptx/cluster.cuh"
 #include "ptx/mbarrier.cuh"
 #include "ptx/tma.cuh"
+#include "ptx/warpgroup.cuh"
 #include "ptx/wgmma.cuh"
 #include "sm90/scheduler.cuh"
 #include "sm90/tiles.hpp"
@@ -68,7 +69,7 @@ struct Smem {
   }
 };
 
-// ---------------------------------------------------------------- producer (one thread)
+// ---------------------------------------------------------------- producer (one warp)
 // Per stage: A (kBlockM rows x 64 B, 64-byte swizzle), B (BlockN columns x 128 B, 128-byte
 // swizzle) and the stage's metadata group of the CTA's eight 16-row blocks, all completing on
 // the stage's `full` barrier. In a cluster of 2 (the same N tile), each CTA loads half of B's
@@ -89,6 +90,7 @@ __device__ __forceinline__ void produce(const Smem<BlockN>& sm, const CUtensorMa
   for (int i = 0; i < w.stages; ++i, st.advance()) {
     const int s = w.stage_begin + i;
     ptx::mbar_wait(sm.empty(st.index), st.phase);
+    if (!ptx::elect_one()) continue;  // the whole warp waits and walks; one lane arrives and copies
     ptx::mbar_arrive_expect_tx(sm.full(st.index), tx_bytes);
     ptx::tma_load_3d(sm.a(st.index), &tm_a, sm.full(st.index), s * box_a().bytes, w.m0, a_z);
     if (cl == 1)

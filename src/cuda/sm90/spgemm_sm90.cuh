@@ -11,7 +11,7 @@
 //                              the stream (programmatic dependent launch), then every thread that
 //                              touches global memory waits for that kernel (ptx/griddep.cuh);
 //   scheduler (scheduler.cuh)  the tiles (tile, batch entry, K range) this CTA computes, in turn;
-//   producer  (mainloop.cuh)   warpgroup 0, one thread: TMA loads of A, B and metadata per stage
+//   producer  (mainloop.cuh)   warpgroup 0, one warp (one lane issuing): TMA loads of A, B and metadata per stage
 //                              (B shared with the other CTA of a cluster of 2 by multicast), on
 //                              into the next tile while the math warpgroups store the last;
 //   consumer  (mainloop.cuh)   warpgroups 1, 2 (64 rows each): wgmma.sp per stage, fp8 promotion;
@@ -56,11 +56,15 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   TileScheduler<BlockN> tiles(p);
   WorkTile w;
-  const int wg = threadIdx.x / 128;
+  // The warp's index, warp-uniform as the compiler sees it (a shuffle from lane 0, as CUTLASS's
+  // canonical_warp_idx_sync): the producer warp's walk and stage loop then run on uniform
+  // registers beside its 24 (tiles.hpp, reg_split); under `threadIdx.x == 0` they took ordinary
+  // registers and spilled.
+  const int warp_idx = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 32), 0), wg = warp_idx / 4;
   if (wg == 0) {
-    ptx::setmaxnreg_dec<kProducerRegs>();
-    if (threadIdx.x == 0) {
-      ptx::tma_prefetch_map(&tm_a), ptx::tma_prefetch_map(&tm_b), ptx::tma_prefetch_map(&tm_meta);
+    ptx::setmaxnreg_dec<reg_split(BlockN, Promote).producer>();
+    if (warp_idx == 0) {  // the producer warp: its loop together, each stage's copies by one lane (produce)
+      if (ptx::elect_one()) ptx::tma_prefetch_map(&tm_a), ptx::tma_prefetch_map(&tm_b), ptx::tma_prefetch_map(&tm_meta);
       // Everything above overlaps the kernel before (launched with programmatic stream
       // serialization, launch_tile.cuh); the loads wait for it. The next kernel may be scheduled
       // from here on: it waits for this one the same way before it reads what this one writes.
@@ -72,7 +76,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       while (tiles.next(w)) produce<BlockN>(sm, tm_a, tm_b, tm_meta, w, p, st);
     }
   } else {
-    ptx::setmaxnreg_inc<kConsumerRegs>();
+    ptx::setmaxnreg_inc<reg_split(BlockN, Promote).consumer>();
     const ConsumerView<BlockN> v(sm, p, wg - 1);
     ptx::wait_prior_grids();  // the epilogue reads C, bias, scales and writes D
     State st = State::consumer_start();
@@ -80,7 +84,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     while (tiles.next(w)) {
       consume<F, BlockN, Promote>(acc, v, w, st);
       if (reduce_parts<typename F::Acc, BlockN>(acc, sm, p, w))
-        epilogue<typename F::Acc, BlockN, Promote && BlockN == 256>(acc, sm.scratch(threadIdx.x / 32 - 4), w, p, wg - 1);
+        epilogue<typename F::Acc, BlockN, lean_kernel(BlockN, Promote)>(acc, sm.scratch(threadIdx.x / 32 - 4), w, p, wg - 1);
     }
   }
   if (clustered) ptx::cluster_sync();

@@ -23,7 +23,25 @@ constexpr int kSmemSlack = 2048;              // 1024-byte alignment of the swiz
 constexpr int kEpilogueChunk = 16, kEpilogueLd = kEpilogueChunk + 8;
 constexpr int kEpilogueBytes = kConsumers * 4 * kEpilogueChunk * kEpilogueLd * 4;
 constexpr int kMaxStages = 8;
-constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+// Registers per thread after setmaxnreg, the producer warpgroup's and each math warpgroup's, from
+// the launch's 168 x 384 (128·producer + 256·consumer = 64512). The Lean kernels (promoted fp8,
+// 256 wide: 128 + 64 sums per math thread) take 240 and leave the producer the minimum, 24: at
+// 232 their main loop had no register to spare, and any second way out of their epilogue made
+// ptxas keep two of its sums in local memory (a load and a store per promotion). The producer fits
+// 24 as a whole warp on warp-uniform values (spgemm_sm90.cuh); as one thread on 24 it spilled its
+// stage loop's values, and the Lean kernels ran 0.93-0.97x. With both, and the plain epilogue
+// inside D: e4m3 1.07-1.08x at K = 4096, 0.98-1.00x at long K (H200, 2026-11-28,
+// docs/benchmarks.md, "The Lean kernels' epilogue").
+struct RegSplit {
+  int producer, consumer;
+};
+SPMMA_HD constexpr bool lean_kernel(int block_n, bool promoted) { return promoted && block_n == 256; }
+SPMMA_HD constexpr RegSplit reg_split(int block_n, bool promoted) {
+  return lean_kernel(block_n, promoted) ? RegSplit{24, 240} : RegSplit{40, 232};
+}
+static_assert(128 * reg_split(256, true).producer + 256 * reg_split(256, true).consumer <= 168 * kThreads &&
+                  128 * reg_split(256, false).producer + 256 * reg_split(256, false).consumer <= 168 * kThreads,
+              "the split fits the launch's registers");
 // Stages whose wgmmas a math warpgroup issues before it waits (the unpromoted main loop, a
 // window: mainloop.cuh). 1: each stage's own. Measured on the H100 against 1 (2026-11-23,
 // docs/benchmarks.md): 2 gave 0.96-0.99 at 8192^3, 4096^3, 14336x2048x4096 and 0.98-1.01 at
