@@ -15,7 +15,9 @@ main loop promises and ptxas could silently undo (issue 10, item 1; docs/layouts
   promoted kernels    2 sparse wgmmas per part (one stage's two K steps), a part as wide as the
                       tile up to 192 columns and half of it at 256; and 4 in one block on 4
                       distinct metadata registers (two stages per promotion, promotion_k = 256);
-  every kernel        no local memory (spills);
+  every kernel        no local memory (spills); setmaxnreg to reg_split's registers (tiles.hpp:
+                      24 / 240 for the promoted 256-wide kernels, whose producer then spilled as
+                      one thread, 40 / 232 for the rest);
   decode kernels      (sm90/decode.cuh) no local memory either (ptxas spilled the fp8 ones under
                       tighter launch bounds), their mma.sp as HMMA.SP or IMMA.SP (Math::warps),
                       or QGMMA.SP.64xN at the tile width and no HMMA (Math::warpgroup, fp8), and
@@ -65,10 +67,15 @@ def blocks(body):
     return out
 
 
-def check(name, body, block_n, promoted, w):
+def check(name, body, block_n, promoted, w, split):
     errors = []
     if any(re.search(r"\b(LDL|STL)\b", i) for i in body):
         errors.append("local memory (spills)")
+    want_split = split[promoted and block_n == 256]
+    dealloc = [int(x, 16) for i in body for x in re.findall(r"USETMAXREG\.DEALLOC\.CTAPOOL (0x[0-9a-f]+)", i)]
+    alloc = [int(x, 16) for i in body for x in re.findall(r"USETMAXREG\.TRY_ALLOC\.CTAPOOL \S+, (0x[0-9a-f]+)", i)]
+    if (sorted(set(dealloc)), sorted(set(alloc))) != ([want_split[0]], [want_split[1]]):
+        errors.append(f"setmaxnreg to {dealloc} / {alloc} where reg_split has {want_split[0]} / {want_split[1]}")
     ends = [(k, b) for k, b in blocks(body) if any(GMMA.search(i) for i in b)]
     bl = [b for _, b in ends]
     if not bl:
@@ -162,6 +169,10 @@ def main():
     if not m:
         sys.exit(f"no 'constexpr int kWindow = N;' in {sys.argv[3]}")
     w = int(m.group(1))
+    m = re.search(r"RegSplit\{(\d+), (\d+)\} : RegSplit\{(\d+), (\d+)\}", open(sys.argv[3]).read())
+    if not m:
+        sys.exit(f"no 'lean ? RegSplit{{P, C}} : RegSplit{{P, C}}' in {sys.argv[3]}")
+    split = {True: (int(m.group(1)), int(m.group(2))), False: (int(m.group(3)), int(m.group(4)))}
     # cuobjdump runs nvdisasm, found on PATH: the one beside it first (PyPI's wheels, .tools/).
     env = dict(os.environ, PATH=os.path.dirname(os.path.abspath(sys.argv[1])) + os.pathsep + os.environ.get("PATH", ""))
     r = subprocess.run([sys.argv[1], "-sass", "-arch", "sm_90a", sys.argv[2]], capture_output=True, text=True, env=env)
@@ -174,7 +185,7 @@ def main():
             continue
         seen.add(name)
         a, b, block_n, promoted = int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4) == "1"
-        errors = check(name, body, block_n, promoted, w)
+        errors = check(name, body, block_n, promoted, w, split)
         label = f"ElemType {a} x {b}, tile 128x{block_n}, {'promoted' if promoted else 'window'}"
         if errors:
             failed += 1
