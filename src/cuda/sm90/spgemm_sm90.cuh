@@ -11,9 +11,10 @@
 //                              the stream (programmatic dependent launch), then every thread that
 //                              touches global memory waits for that kernel (ptx/griddep.cuh);
 //   scheduler (scheduler.cuh)  the tiles (tile, batch entry, K range) this CTA computes, in turn;
-//   producer  (mainloop.cuh)   warpgroup 0, one warp (one lane issuing): TMA loads of A, B and metadata per stage
-//                              (B shared with the other CTA of a cluster of 2 by multicast), on
-//                              into the next tile while the math warpgroups store the last;
+//   producer  (mainloop.cuh)   warpgroup 0, one warp (one lane issuing): TMA loads of A, B and
+//                              metadata per stage (B shared with the other CTA of a cluster of 2
+//                              by multicast), on into the next tile while the math warpgroups
+//                              store the last;
 //   consumer  (mainloop.cuh)   warpgroups 1, 2 (64 rows each): wgmma.sp per stage, fp8 promotion;
 //   split K   (split_k.cuh)    the parts of a tile's K range, one per CTA of the cluster, added
 //                              up in part 0's registers from the others' shared memory;
