@@ -1414,8 +1414,8 @@ TEST_F(Robust, EpilogueRunsOfEightMatchTheCpu) {
 // width + 24: two whole tiles and a partial one. 16-bit D through stmatrix (both layouts, bf16
 // and f16, ReLU or not), 32-bit D row-major from registers (f32 from f32 sums, s32 from s8);
 // column-major 32-bit D and a D one element off its alignment go the general way. Every tile
-// width of each kind (e4m3 promoted: 64, 128, 192, and 256, the Lean kernels, which keep the
-// general way), batches of 2 with a padded leading dimension, NaN and infinities with ReLU.
+// width of each kind (e4m3 promoted: 64, 128, 192, and 256, the Lean kernels, which take it too
+// since ded33cd), batches of 2 with a padded leading dimension, NaN and infinities with ReLU.
 TEST_F(Robust, PlainEpilogueInsideDMatchesTheCpu) {
   if (supported_types(*h_).empty()) GTEST_SKIP() << "no GPU";
   if (!sm90_runs()) GTEST_SKIP() << "the sm90 kernel does not run here (needs an sm_90 GPU and sm_90a machine code)";
