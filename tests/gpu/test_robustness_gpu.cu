@@ -1411,9 +1411,11 @@ TEST_F(Robust, EpilogueRunsOfEightMatchTheCpu) {
 // The plain epilogue inside D (sm90/epilogue.cuh, plain_inside), each way on purpose: a warp's 16
 // rows wholly inside D take it, the others the general way out, in the same tile. M = 200: the
 // second 128-row tile's warps at rows 128-191 inside, 192-207 across M's edge; N = 2 x the tile
-// width + 24: two whole tiles and a partial one. 16-bit D through stmatrix (both layouts, bf16
-// and f16, ReLU or not), 32-bit D row-major from registers (f32 from f32 sums, s32 from s8);
-// column-major 32-bit D and a D one element off its alignment go the general way. Every tile
+// width + 24: two whole tiles and a partial one. Row-major D in whole lines (16-bit D by stmatrix,
+// 32-bit D by 8-byte stores: f32 from f32 sums, s32 from s8; the Lean kernels: runs of 8 and the
+// fragment's pairs), column-major 16-bit D by runs of 8; column-major 32-bit D, a D one element off
+// its alignment and rows 8 bytes off 16-byte alignment (ldd + 8 bytes: 32-bit D by the pairs of
+// the general way, 16-bit D element by element) go the general way. Every tile
 // width of each kind (e4m3 promoted: 64, 128, 192, and 256, the Lean kernels, which take it too
 // since ded33cd), batches of 2 with a padded leading dimension, NaN and infinities with ReLU.
 TEST_F(Robust, PlainEpilogueInsideDMatchesTheCpu) {
@@ -1427,16 +1429,18 @@ TEST_F(Robust, PlainEpilogueInsideDMatchesTheCpu) {
     for (int tile : {64, 128, 192, 256}) {
       if (tile == 192 && !detail::gemm_promotes(a)) continue;  // 192 is built for promoted fp8 only
       for (Order cdo : {Order::row_major, Order::col_major})
-        for (int variant = 0; variant < 3; ++variant) {
-          // 0: aligned, ReLU; 1: aligned, leading dimension + 8; 2: D one element off (general way)
+        for (int variant = 0; variant < 4; ++variant) {
+          // 0: aligned, ReLU; 1: aligned, leading dimension + 8; 2: D one element off (general way);
+          // 3: leading dimension + 8 bytes (rows 8 bytes off 16-byte alignment: the general way)
           const bool relu = variant == 0;
           SCOPED_TRACE(std::string(type_name(a)) + " -> " + std::string(type_name(cd)) + " tile " + std::to_string(tile) +
                        (cdo == Order::row_major ? ", row-major D" : ", column-major D") +
-                       (variant == 0 ? ", ReLU" : variant == 1 ? ", ldd + 8" : ", D one element off"));
+                       (variant == 0 ? ", ReLU" : variant == 1 ? ", ldd + 8" : variant == 2 ? ", D one element off" : ", ldd + 8 bytes"));
           MatmulDesc d = desc_of(a, a, cd, 200, 2 * tile + 24, 4 * kstep(a));
           d.cd_order = cdo, d.batch = 2;
           d.activation = relu ? Activation::relu : Activation::none;
           if (variant == 1) d.ldd = (cdo == Order::row_major ? d.n : d.m) + 8;
+          if (variant == 3) d.ldd = (cdo == Order::row_major ? d.n : d.m) + 64 / bits_of(cd);
           RunOpts o;
           o.plan.kernel = KernelFamily::sm90;
           o.plan.tile_n = tile;
@@ -1448,7 +1452,7 @@ TEST_F(Robust, PlainEpilogueInsideDMatchesTheCpu) {
           ++runs;
         }
     }
-  EXPECT_EQ(runs, 7 * 2 * 3 * 3 + 2 * 2 * 3);  // three widths each, and 192 for both e4m3 pairs
+  EXPECT_EQ(runs, 7 * 2 * 3 * 4 + 2 * 2 * 4);  // three widths each, and 192 for both e4m3 pairs
 }
 
 // The general epilogue's loop over a warp's 16 x 16 blocks (sm90/epilogue.cuh: the block picked

@@ -81,8 +81,9 @@ def check(name, body, block_n, promoted, w, split):
     if not bl:
         return errors + ["no sparse wgmma block"]
     # The plain epilogue inside D (sm90/epilogue.cuh, plain_inside): for f32 sums (HGMMA, QGMMA),
-    # 16-bit D through one stmatrix per 16 x 16 block, in 8 straight-line instantiations (2 layouts
-    # x bf16/f16 x ReLU or not), the Lean kernels (promoted, 256 wide) included; none for integer sums.
+    # 16-bit D through one stmatrix per 16 x 16 of D (row-major whole lines: two per 8 rows x 64
+    # columns; runs of 8: one per block), in 8 straight-line instantiations (2 layouts x bf16/f16 x
+    # ReLU or not), the Lean kernels (promoted, 256 wide) included; none for integer sums.
     stsm = sum(1 for i in body if i.startswith("STSM.16.M88.4") or i.startswith("STSM.16.MT88.4"))
     kind = next(GMMA.search(i).group(1) for b in bl for i in b if GMMA.search(i))
     want = 0 if kind == "IGMMA" else 8 * block_n // 16

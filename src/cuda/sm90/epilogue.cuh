@@ -17,6 +17,7 @@
 #include <type_traits>
 
 #include "common/gemm_params.cuh"
+#include "ptx/shared.cuh"
 #include "ptx/stmatrix.cuh"
 #include "sm90/mainloop.cuh"
 #include "sm90/scheduler.cuh"
@@ -201,23 +202,99 @@ __device__ __forceinline__ void general_epilogue(const Acc (&acc)[BlockN / 2], u
 // 1.00-1.04x. This way: bf16 1.02-1.15x on issue 10's 11 shapes, s8 1.01-1.12x, f16 0.98-1.05x,
 // cold decode rows with column-major D 1.02-1.14x (H200, 2026-11-28; docs/benchmarks.md, "The
 // plain epilogue inside D"); e4m3's 256-wide Lean kernels 1.07-1.08x at K = 4096 once their
-// registers allowed it (tiles.hpp, reg_split; "The Lean kernels' epilogue").
+// registers allowed it (tiles.hpp, reg_split; "The Lean kernels' epilogue"). Then row-major D in
+// whole lines (inside_lines; "Whole lines"): s8 1.03-1.08x again.
 
-// 32-bit D (f32 from float sums, s32 from integer ones), row-major: the fragment's pairs straight
-// from registers (8 rows x 32 bytes per warp store, whole sectors): this thread's pair e at row g
-// (d0) or g + 8 (d8), columns 8(e/4) + 2t.
-template <class Acc, int BlockN, bool Relu>
-__device__ __forceinline__ void inside_pairs(const Acc (&acc)[BlockN / 2], uint32_t* d0, uint32_t* d8) {
-  auto word = [](Acc a) {
-    if constexpr (std::is_same_v<Acc, float>) return __float_as_uint(gemm::plain_value(a, Relu));
-    else return static_cast<uint32_t>(gemm::plain_value(static_cast<int32_t>(a), Relu));
-  };
-#pragma unroll
-  for (int e = 0; e < BlockN / 2; e += 2)
-    *reinterpret_cast<uint2*>(((e / 2) % 2 ? d8 : d0) + 8 * (e / 4)) = make_uint2(word(acc[e]), word(acc[e + 1]));
+// The plain epilogue's values (gemm::plain_value: + 0, ReLU) of two f32 sums as D's 16-bit pair,
+// and of one sum as a 32-bit D word (f32 from f32 sums, s32 from integer ones): one definition for
+// every straight-line way out below.
+template <bool Bf16, bool Relu>
+__device__ __forceinline__ uint32_t plain_pair16(float a, float b) {
+  a = gemm::plain_value(a, Relu), b = gemm::plain_value(b, Relu);
+  if constexpr (Bf16) {
+    const __nv_bfloat162 h = gemm::to_bf16x2(a, b);
+    return reinterpret_cast<const uint32_t&>(h);
+  } else {
+    const __half2 h = gemm::to_f16x2(a, b);
+    return reinterpret_cast<const uint32_t&>(h);
+  }
+}
+template <bool Relu, class Acc>
+__device__ __forceinline__ uint32_t plain_word(Acc a) {
+  if constexpr (std::is_same_v<Acc, float>) return __float_as_uint(gemm::plain_value(a, Relu));
+  else return static_cast<uint32_t>(gemm::plain_value(static_cast<int32_t>(a), Relu));
 }
 
-// 16-bit D (bf16, f16), either layout: each 16 x 16 block of the warp's rows rounded into D's
+// 32-bit D (f32 from float sums, s32 from integer ones), row-major, in the promoted 192- and
+// 256-wide kernels (tiles.hpp, whole_lines; the others write whole lines, inside_lines): the
+// fragment's pairs straight from registers (8 rows x 32 bytes per warp store, whole sectors): this
+// thread's pair e at row g (d0) or g + 8 (d8), columns 8(e/4) + 2t.
+template <class Acc, int BlockN, bool Relu>
+__device__ __forceinline__ void inside_pairs(const Acc (&acc)[BlockN / 2], uint32_t* d0, uint32_t* d8) {
+#pragma unroll
+  for (int e = 0; e < BlockN / 2; e += 2)
+    *reinterpret_cast<uint2*>(((e / 2) % 2 ? d8 : d0) + 8 * (e / 4)) =
+        make_uint2(plain_word<Relu>(acc[e]), plain_word<Relu>(acc[e + 1]));
+}
+
+// Row-major D in whole 128-byte lines: the warp's 16 rows go out in passes of 8 rows x 128
+// bytes (64 columns of bf16/f16, 32 of f32/s32) through 1 KB of its scratch, each pass written
+// from the fragment (stmatrix for 16-bit D, 8-byte stores for 32-bit), then read back as 16 bytes
+// per lane and stored as 4 rows x 128 bytes per warp instruction: every store writes whole lines.
+// Straight from the fragment, or by runs of 8 of a 16 x 16 block, a warp store wrote 8 or 16
+// rows of 32 bytes, one sector per line, and every CTA's tile went out at once at each tile's end:
+// against those, whole lines ran s8 -> s32 1.03-1.08x, tf32 -> f32 1.00-1.02x, bf16 and f16
+// 1.00-1.02x (H200, 2026-11-28, docs/benchmarks.md, "Whole lines"). Row q's 16-byte chunk c sits
+// at chunk c ^ q of its 128-byte scratch row, so that the eight rows of a stmatrix matrix, a
+// quad's 8-byte stores and each 8 lanes' reads fall in distinct banks; every address is one 32-bit
+// register XORed with a constant.
+// scratch: the warp's scratch (shared space, 128-byte aligned); first: the element of D at row
+// row0 + lane / 8, the tile's first column (this lane's 16 bytes: byte 16 · (lane % 8) from there).
+template <class Acc, int BlockN, int Bytes, bool Bf16, bool Relu>
+__device__ __forceinline__ void inside_lines(const Acc (&acc)[BlockN / 2], uint32_t scratch, int64_t first,
+                                             const gemm::Params& p, int lane) {
+  uint8_t* dst = static_cast<uint8_t*>(p.d) + first * Bytes + 16 * (lane % 8);
+  constexpr int kSlabs = BlockN * Bytes / 128;  // 128-byte column slabs of the tile
+  const int64_t ld_bytes = p.ldd * Bytes;
+  const int r = lane / 8, c = lane % 8;
+  const uint32_t rd = scratch + r * 128 + ((c ^ r) << 4);  // row r, chunk c; row r + 4: (rd + 512) ^ 64
+  // stmatrix: lane 8i + q gives row q of matrix i (chunk i), of matrix 4 + i at ^ 64.
+  // 8-byte stores: lane (g, t) writes row g, columns 2t, 2t + 1 of chunk pair m at ^ (m << 5).
+  const uint32_t wr = Bytes == 2 ? scratch + c * 128 + ((r ^ c) << 4)
+                                 : scratch + (lane / 4) * 128 + ((((lane % 4) / 2) ^ (lane / 4)) << 4) + 8 * (lane % 2);
+  auto pack16 = [](Acc a, Acc b) { return plain_pair16<Bf16, Relu>(static_cast<float>(a), static_cast<float>(b)); };
+#pragma unroll
+  for (int slab = 0; slab < kSlabs; ++slab) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {  // fragment rows g (h = 0) or g + 8
+      __syncwarp();  // the pass before is read (or, first, an earlier tile's)
+      if constexpr (Bytes == 2) {
+        // Matrix m (columns 8m .. 8m + 7 of the slab): acc[32 slab + 4m + 2h], + 1.
+#pragma unroll
+        for (int x = 0; x < 2; ++x) {
+          const int e = 32 * slab + 16 * x + 2 * h;
+          ptx::stmatrix_x4<false>(wr ^ (64 * x), pack16(acc[e], acc[e + 1]), pack16(acc[e + 4], acc[e + 5]),
+                                  pack16(acc[e + 8], acc[e + 9]), pack16(acc[e + 12], acc[e + 13]));
+        }
+      } else {
+        // Columns 8m + 2t, + 1 of the slab: acc[16 slab + 4m + 2h], + 1.
+#pragma unroll
+        for (int m = 0; m < 4; ++m) {
+          const int e = 16 * slab + 4 * m + 2 * h;
+          ptx::st_shared_v2(wr ^ (m << 5), plain_word<Relu>(acc[e]), plain_word<Relu>(acc[e + 1]));
+        }
+      }
+      __syncwarp();
+      const uint4 v0 = ptx::ld_shared_v4(rd), v1 = ptx::ld_shared_v4((rd + 512) ^ 64);
+      uint8_t* row = dst + 8 * h * ld_bytes + 128 * slab;
+      *reinterpret_cast<uint4*>(row) = v0;
+      *reinterpret_cast<uint4*>(row + 4 * ld_bytes) = v1;
+    }
+  }
+}
+
+// 16-bit D (bf16, f16), column-major (and row-major in the promoted 192- and 256-wide kernels,
+// tiles.hpp's whole_lines): each 16 x 16 block of the warp's rows rounded into D's
 // type in registers, stored into the warp's scratch by one stmatrix (transposed for column-major
 // D), then one 16-byte run of 8 along D's contiguous dimension per lane (the block's rows for
 // row-major D, its columns for column-major D: one code path, as store_blocks). The scratch
@@ -235,16 +312,7 @@ __device__ __forceinline__ void inside_runs16(const float (&acc)[BlockN / 2], ui
   const int st_row = ColMajor ? 8 * (i / 2) + q : 8 * (i % 2) + q, st_half = ColMajor ? i % 2 : i / 2;
   const uint32_t st = gemm::smem_u32(scratch) + at(st_row, st_half);
   const uint8_t* ld = reinterpret_cast<const uint8_t*>(scratch) + at(lane / 2, lane % 2);
-  auto pack = [](float a, float b) {
-    a = gemm::plain_value(a, Relu), b = gemm::plain_value(b, Relu);
-    if constexpr (Bf16) {
-      const __nv_bfloat162 h = gemm::to_bf16x2(a, b);
-      return reinterpret_cast<const uint32_t&>(h);
-    } else {
-      const __half2 h = gemm::to_f16x2(a, b);
-      return reinterpret_cast<const uint32_t&>(h);
-    }
-  };
+  auto pack = plain_pair16<Bf16, Relu>;
   __syncwarp();  // the scratch's last reader (an earlier tile) is done
 #pragma unroll
   for (int k = 0; k < BlockN / kEpilogueChunk; ++k) {
@@ -256,58 +324,104 @@ __device__ __forceinline__ void inside_runs16(const float (&acc)[BlockN / 2], ui
   }
 }
 
-// The plain epilogue of the warp's rows from row0 when they lie inside D and D is aligned for
-// the stores above; false (nothing stored) otherwise, for the general way out.
+// 16-bit D by runs of 8 (inside_runs16) in one layout: one straight-line instantiation per D type
+// and ReLU, a run executing one. D aligned for 16-byte stores (vector_runs_ok(p, 8)).
+template <int BlockN, bool ColMajor>
+__device__ __forceinline__ void runs16(const float (&acc)[BlockN / 2], uint32_t* scratch, const WorkTile& w,
+                                       const gemm::Params& p, int row0) {
+  const bool relu = p.activation == detail::kActRelu, bf = p.d_type == gemm::CdType::bf16;
+  const int lane = threadIdx.x % 32;
+  const int64_t line = ColMajor ? w.n0 + lane / 2 : row0 + lane / 2,
+                first = ColMajor ? row0 + 8 * (lane % 2) : w.n0 + 8 * (lane % 2);
+  uint16_t* dst = static_cast<uint16_t*>(p.d) + w.batch * p.batch_d + line * p.ldd + first;
+  const int64_t step = ColMajor ? kEpilogueChunk * p.ldd : kEpilogueChunk;
+  if (bf) relu ? inside_runs16<BlockN, ColMajor, true, true>(acc, scratch, dst, step, lane)
+               : inside_runs16<BlockN, ColMajor, true, false>(acc, scratch, dst, step, lane);
+  else relu ? inside_runs16<BlockN, ColMajor, false, true>(acc, scratch, dst, step, lane)
+            : inside_runs16<BlockN, ColMajor, false, false>(acc, scratch, dst, step, lane);
+}
+
+// Row-major bf16/f16 D (float sums) or 32-bit D (the sums' own type) in whole lines
+// (inside_lines): one straight-line instantiation per D type and ReLU. D aligned for 16-byte stores.
 template <class Acc, int BlockN>
+__device__ __forceinline__ void lines(const Acc (&acc)[BlockN / 2], uint32_t* scratch, const WorkTile& w,
+                                      const gemm::Params& p, int row0) {
+  const bool relu = p.activation == detail::kActRelu;
+  const int lane = threadIdx.x % 32;
+  const uint32_t sc = gemm::smem_u32(scratch);
+  const int64_t first = w.batch * p.batch_d + static_cast<int64_t>(row0 + lane / 8) * p.ldd + w.n0;
+  if constexpr (std::is_same_v<Acc, float>) {
+    if (p.d_type == gemm::CdType::bf16) {
+      relu ? inside_lines<Acc, BlockN, 2, true, true>(acc, sc, first, p, lane)
+           : inside_lines<Acc, BlockN, 2, true, false>(acc, sc, first, p, lane);
+      return;
+    }
+    if (p.d_type == gemm::CdType::f16) {
+      relu ? inside_lines<Acc, BlockN, 2, false, true>(acc, sc, first, p, lane)
+           : inside_lines<Acc, BlockN, 2, false, false>(acc, sc, first, p, lane);
+      return;
+    }
+  }
+  relu ? inside_lines<Acc, BlockN, 4, false, true>(acc, sc, first, p, lane)
+       : inside_lines<Acc, BlockN, 4, false, false>(acc, sc, first, p, lane);
+}
+
+// The plain epilogue of the warp's rows from row0 when they lie inside D and D is aligned for
+// the stores above; false (nothing stored) otherwise, for the general way out. Lines (tiles.hpp,
+// whole_lines): row-major D in whole lines, column-major 16-bit D by runs of 8; else runs of 8 in
+// both layouts and the fragment's pairs for 32-bit D (the promoted 192- and 256-wide kernels: with
+// the whole lines beside their main loop ptxas kept values in local memory, 36 bytes of spill
+// stores in the 256-wide, at any addressing).
+template <class Acc, int BlockN, bool Lines>
 __device__ __forceinline__ bool plain_inside(const Acc (&acc)[BlockN / 2], uint32_t* scratch, const WorkTile& w,
                                              const gemm::Params& p, int row0) {
   if (row0 + kEpilogueChunk > p.m || w.n0 + BlockN > p.n) return false;
-  const bool relu = p.activation == detail::kActRelu;
-  const int lane = threadIdx.x % 32;
-  if constexpr (std::is_same_v<Acc, float>) {
-    if (p.d_type == gemm::CdType::bf16 || p.d_type == gemm::CdType::f16) {
+  constexpr gemm::CdType kWord = std::is_same_v<Acc, float> ? gemm::CdType::f32 : gemm::CdType::s32;
+  const bool d16 = std::is_same_v<Acc, float> && (p.d_type == gemm::CdType::bf16 || p.d_type == gemm::CdType::f16);
+  const bool cm = p.cd_col_major;
+  if constexpr (!Lines) {
+    if (d16) {
       if (!gemm::vector_runs_ok(p, 8)) return false;
-      const bool cm = p.cd_col_major, bf = p.d_type == gemm::CdType::bf16;
-      const int64_t line = cm ? w.n0 + lane / 2 : row0 + lane / 2, first = cm ? row0 + 8 * (lane % 2) : w.n0 + 8 * (lane % 2);
-      uint16_t* dst = static_cast<uint16_t*>(p.d) + w.batch * p.batch_d + line * p.ldd + first;
-      const int64_t step = cm ? kEpilogueChunk * p.ldd : kEpilogueChunk;
-      // One instantiation per (layout, type, ReLU), each straight-line; a run executes one.
-      if (cm) {
-        if (bf) relu ? inside_runs16<BlockN, true, true, true>(acc, scratch, dst, step, lane)
-                     : inside_runs16<BlockN, true, true, false>(acc, scratch, dst, step, lane);
-        else relu ? inside_runs16<BlockN, true, false, true>(acc, scratch, dst, step, lane)
-                  : inside_runs16<BlockN, true, false, false>(acc, scratch, dst, step, lane);
-      } else {
-        if (bf) relu ? inside_runs16<BlockN, false, true, true>(acc, scratch, dst, step, lane)
-                     : inside_runs16<BlockN, false, true, false>(acc, scratch, dst, step, lane);
-        else relu ? inside_runs16<BlockN, false, false, true>(acc, scratch, dst, step, lane)
-                  : inside_runs16<BlockN, false, false, false>(acc, scratch, dst, step, lane);
+      if constexpr (std::is_same_v<Acc, float>) {
+        if (cm) runs16<BlockN, true>(acc, scratch, w, p, row0);
+        else runs16<BlockN, false>(acc, scratch, w, p, row0);
       }
       return true;
     }
+    if (p.d_type != kWord || !gemm::vector_rows_ok(p, 2)) return false;
+    const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    uint32_t* d0 =
+        static_cast<uint32_t*>(p.d) + w.batch * p.batch_d + static_cast<int64_t>(row0 + g) * p.ldd + w.n0 + 2 * t;
+    uint32_t* d8 = d0 + 8 * p.ldd;
+    if (p.activation == detail::kActRelu) inside_pairs<Acc, BlockN, true>(acc, d0, d8);
+    else inside_pairs<Acc, BlockN, false>(acc, d0, d8);
+    return true;
+  } else {
+    if (!cm) {
+      if (!(d16 || p.d_type == kWord) || !gemm::vector_runs_ok(p, 16 / gemm::cd_bytes(p.d_type))) return false;
+      lines<Acc, BlockN>(acc, scratch, w, p, row0);
+      return true;
+    }
+    if (!d16 || !gemm::vector_runs_ok(p, 8)) return false;
+    if constexpr (std::is_same_v<Acc, float>) runs16<BlockN, true>(acc, scratch, w, p, row0);
+    return true;
   }
-  constexpr gemm::CdType kWord = std::is_same_v<Acc, float> ? gemm::CdType::f32 : gemm::CdType::s32;
-  if (p.d_type != kWord || !gemm::vector_rows_ok(p, 2)) return false;
-  const int g = lane / 4, t = lane % 4;
-  uint32_t* d0 = static_cast<uint32_t*>(p.d) + w.batch * p.batch_d + static_cast<int64_t>(row0 + g) * p.ldd + w.n0 + 2 * t;
-  uint32_t* d8 = d0 + 8 * p.ldd;
-  if (relu) inside_pairs<Acc, BlockN, true>(acc, d0, d8);
-  else inside_pairs<Acc, BlockN, false>(acc, d0, d8);
-  return true;
 }
 
 // Math warpgroup c's part of D (rows 64c .. 64c + 63 of the tile) from this thread's accumulators.
 //
-// Lean: the promoted 256-wide fp8 kernels, whose 128 + 64 accumulator registers per thread leave
+// Promote: the kernel's fp8 sums are promoted (their ways out: tiles.hpp, whole_lines). Lean
+// (lean_kernel): the promoted 256-wide kernels, whose 128 + 64 accumulator registers per thread leave
 // none for a call: with a call in store_blocks, ptxas kept one value in local memory
 // (tests/sass/check_sm90_sass.py), so their edge blocks go element by element inline.
-template <class Acc, int BlockN, bool Lean>
+template <class Acc, int BlockN, bool Promote>
 __device__ __forceinline__ void epilogue(const Acc (&acc)[BlockN / 2], uint32_t* scratch, const WorkTile& w,
                                          const gemm::Params& p, int c) {
   const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4, g = lane / 4, t = lane % 4;
   if (w.m0 + 64 * c >= p.m_pad) return;  // past A's rows: the odd CTA of the last cluster (scheduler.cuh)
   const int row0 = w.m0 + 64 * c + 16 * warp;  // the warp's 16 rows
-  if (p.plain && plain_inside<Acc, BlockN>(acc, scratch, w, p, row0)) return;
+  constexpr bool Lean = lean_kernel(BlockN, Promote);
+  if (p.plain && plain_inside<Acc, BlockN, whole_lines(BlockN, Promote)>(acc, scratch, w, p, row0)) return;
   auto raw = [&](int e) { return reinterpret_cast<const uint32_t&>(acc[e]); };
   // f(e, row, col) for each of this thread's pairs (e, e + 1) whose first element lies inside D.
   auto each_pair = [&](auto&& f) {

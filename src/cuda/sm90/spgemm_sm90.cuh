@@ -85,7 +85,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     while (tiles.next(w)) {
       consume<F, BlockN, Promote>(acc, v, w, st);
       if (reduce_parts<typename F::Acc, BlockN>(acc, sm, p, w))
-        epilogue<typename F::Acc, BlockN, lean_kernel(BlockN, Promote)>(acc, sm.scratch(threadIdx.x / 32 - 4), w, p, wg - 1);
+        epilogue<typename F::Acc, BlockN, Promote>(acc, sm.scratch(threadIdx.x / 32 - 4), w, p, wg - 1);
     }
   }
   if (clustered) ptx::cluster_sync();

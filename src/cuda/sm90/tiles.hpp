@@ -39,6 +39,10 @@ SPMMA_HD constexpr bool lean_kernel(int block_n, bool promoted) { return promote
 SPMMA_HD constexpr RegSplit reg_split(int block_n, bool promoted) {
   return lean_kernel(block_n, promoted) ? RegSplit{24, 240} : RegSplit{40, 232};
 }
+// Whether the plain epilogue inside D writes row-major D in whole lines (epilogue.cuh,
+// inside_lines): not in the promoted 192- and 256-wide kernels (96 + 96 and 128 + 64 sums per math
+// thread), where ptxas then kept values in local memory (tests/sass); they write runs of 8.
+SPMMA_HD constexpr bool whole_lines(int block_n, bool promoted) { return !(promoted && block_n >= 192); }
 static_assert(128 * reg_split(256, true).producer + 256 * reg_split(256, true).consumer <= 168 * kThreads &&
                   128 * reg_split(256, false).producer + 256 * reg_split(256, false).consumer <= 168 * kThreads,
               "the split fits the launch's registers");
