@@ -1412,8 +1412,8 @@ TEST_F(Robust, EpilogueRunsOfEightMatchTheCpu) {
 // rows wholly inside D take it, the others the general way out, in the same tile. M = 200: the
 // second 128-row tile's warps at rows 128-191 inside, 192-207 across M's edge; N = 2 x the tile
 // width + 24: two whole tiles and a partial one. Row-major D in whole lines (16-bit D by stmatrix,
-// 32-bit D by 8-byte stores: f32 from f32 sums, s32 from s8; the Lean kernels: runs of 8 and the
-// fragment's pairs), column-major 16-bit D by runs of 8; column-major 32-bit D, a D one element off
+// 32-bit D by 8-byte stores: f32 from f32 sums, s32 from s8; the promoted 192- and 256-wide
+// kernels: runs of 8 and the fragment's pairs, tiles.hpp's whole_lines), column-major 16-bit D by runs of 8; column-major 32-bit D, a D one element off
 // its alignment and rows 8 bytes off 16-byte alignment (ldd + 8 bytes: 32-bit D by the pairs of
 // the general way, 16-bit D element by element) go the general way. Every tile
 // width of each kind (e4m3 promoted: 64, 128, 192, and 256, the Lean kernels, which take it too

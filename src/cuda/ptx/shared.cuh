@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Shared-memory loads and stores by 32-bit shared-space address (ld.shared / st.shared, PTX ISA
 // 9.7.9.8-9): an address held in one register, offsets applied by integer arithmetic, where a
-// generic pointer would take two registers (the sm90 kernel's epilogue: tiles.hpp, reg_split).
+// generic pointer would take two registers (the sm90 kernel's epilogue, inside_lines).
 #pragma once
 #include <cstdint>
 

@@ -262,7 +262,6 @@ __device__ __forceinline__ void inside_lines(const Acc (&acc)[BlockN / 2], uint3
   // 8-byte stores: lane (g, t) writes row g, columns 2t, 2t + 1 of chunk pair m at ^ (m << 5).
   const uint32_t wr = Bytes == 2 ? scratch + c * 128 + ((r ^ c) << 4)
                                  : scratch + (lane / 4) * 128 + ((((lane % 4) / 2) ^ (lane / 4)) << 4) + 8 * (lane % 2);
-  auto pack16 = [](Acc a, Acc b) { return plain_pair16<Bf16, Relu>(static_cast<float>(a), static_cast<float>(b)); };
 #pragma unroll
   for (int slab = 0; slab < kSlabs; ++slab) {
 #pragma unroll
@@ -273,8 +272,10 @@ __device__ __forceinline__ void inside_lines(const Acc (&acc)[BlockN / 2], uint3
 #pragma unroll
         for (int x = 0; x < 2; ++x) {
           const int e = 32 * slab + 16 * x + 2 * h;
-          ptx::stmatrix_x4<false>(wr ^ (64 * x), pack16(acc[e], acc[e + 1]), pack16(acc[e + 4], acc[e + 5]),
-                                  pack16(acc[e + 8], acc[e + 9]), pack16(acc[e + 12], acc[e + 13]));
+          ptx::stmatrix_x4<false>(wr ^ (64 * x), plain_pair16<Bf16, Relu>(acc[e], acc[e + 1]),
+                                  plain_pair16<Bf16, Relu>(acc[e + 4], acc[e + 5]),
+                                  plain_pair16<Bf16, Relu>(acc[e + 8], acc[e + 9]),
+                                  plain_pair16<Bf16, Relu>(acc[e + 12], acc[e + 13]));
         }
       } else {
         // Columns 8m + 2t, + 1 of the slab: acc[16 slab + 4m + 2h], + 1.
