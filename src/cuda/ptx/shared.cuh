@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Shared-memory loads and stores by 32-bit shared-space address (ld.shared / st.shared, PTX ISA
 // 9.7.9.8-9): an address held in one register, offsets applied by integer arithmetic, where a
-// generic pointer would take two registers (the sm90 kernel's epilogue, inside_lines).
+// generic pointer would take two registers (the sm90 kernel's epilogue, inside_lines; the decode
+// kernel's fp8 B fragments, decode.cuh).
 #pragma once
 #include <cstdint>
 
@@ -13,6 +14,12 @@ __device__ __forceinline__ uint4 ld_shared_v4(uint32_t addr) {
                : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                : "r"(addr)
                : "memory");
+  return v;
+}
+
+__device__ __forceinline__ uint2 ld_shared_v2(uint32_t addr) {
+  uint2 v;
+  asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "r"(addr) : "memory");
   return v;
 }
 

@@ -46,6 +46,7 @@
 #include "ptx/cvt.cuh"
 #include "ptx/griddep.cuh"
 #include "ptx/mbarrier.cuh"
+#include "ptx/shared.cuh"
 #include "ptx/tma.cuh"
 #include "ptx/warpgroup.cuh"
 #include "ptx/wgmma.cuh"
@@ -139,7 +140,8 @@ struct Fp8AsF16 {
 #pragma unroll
         for (int i = 0; i < 2; ++i) {
           const uint32_t at = b_row + nt * 8 * kBRowBytes + (((chunk0 + 2 * h + i) ^ g) * 16);
-          asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];\n" : "=r"(lo[i]), "=r"(hi[i]) : "r"(at));
+          const uint2 v = ptx::ld_shared_v2(at);
+          lo[i] = v.x, hi[i] = v.y;
         }
         const uint32_t x0 = __byte_perm(lo[0], hi[0], sel), x1 = __byte_perm(lo[1], hi[1], sel);
         b16[nt][0] = ptx::fp8x2_lo_to_f16x2<B>(x0), b16[nt][1] = ptx::fp8x2_lo_to_f16x2<B>(x1);
