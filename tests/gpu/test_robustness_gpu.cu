@@ -1413,11 +1413,12 @@ TEST_F(Robust, EpilogueRunsOfEightMatchTheCpu) {
 // second 128-row tile's warps at rows 128-191 inside, 192-207 across M's edge; N = 2 x the tile
 // width + 24: two whole tiles and a partial one. Row-major D in whole lines (16-bit D by stmatrix,
 // 32-bit D by 8-byte stores: f32 from f32 sums, s32 from s8; the promoted 192- and 256-wide
-// kernels: runs of 8 and the fragment's pairs, tiles.hpp's whole_lines), column-major 16-bit D by runs of 8; column-major 32-bit D, a D one element off
-// its alignment and rows 8 bytes off 16-byte alignment (ldd + 8 bytes: 32-bit D by the pairs of
-// the general way, 16-bit D element by element) go the general way. Every tile
-// width of each kind (e4m3 promoted: 64, 128, 192, and 256, the Lean kernels, which take it too
-// since ded33cd), batches of 2 with a padded leading dimension, NaN and infinities with ReLU.
+// kernels: runs of 8 and the fragment's pairs, tiles.hpp's whole_lines), column-major 16-bit D by
+// runs of 8; column-major 32-bit D, a D one element off its alignment and rows 8 bytes off 16-byte
+// alignment (ldd + 8 bytes: 32-bit D by the pairs of the general way, 16-bit D element by element)
+// go the general way. Every tile width of each kind (e4m3 promoted: 64, 128, 192, and 256, the
+// Lean kernels, which take it too since ded33cd), batches of 2 with a padded leading dimension,
+// NaN and infinities with ReLU.
 TEST_F(Robust, PlainEpilogueInsideDMatchesTheCpu) {
   if (supported_types(*h_).empty()) GTEST_SKIP() << "no GPU";
   if (!sm90_runs()) GTEST_SKIP() << "the sm90 kernel does not run here (needs an sm_90 GPU and sm_90a machine code)";
@@ -1453,6 +1454,49 @@ TEST_F(Robust, PlainEpilogueInsideDMatchesTheCpu) {
         }
     }
   EXPECT_EQ(runs, 7 * 2 * 3 * 4 + 2 * 2 * 4);  // three widths each, and 192 for both e4m3 pairs
+}
+
+// The 256-wide kernels' way out across the tiles of a persistent grid (sm90/epilogue.cuh: a math
+// warp's scratch, reused tile after tile, and D in whole lines beside tiles that go the general way),
+// on every D type the whole lines carry (bf16, f16, f32 from f32 sums, s32 from s8): more than two
+// units per CTA, tiles whose warps lie inside D and tiles whose warps do not (rows past M, the
+// partial N tile), clusters of 2 and 1, batches of 2, ReLU with NaN and infinities; and split K in
+// 2 parts (part 1's CTAs store nothing). Written for the store ring that was measured and not kept
+// (docs/benchmarks.md, "Storer warps"), where a storer that lost its place in a math warp's ring
+// would hang or write a pass to another warp's rows; it holds the scratch's reuse to the same.
+TEST_F(Robust, WideTilesAcrossAPersistentGridMatchTheCpu) {
+  if (supported_types(*h_).empty()) GTEST_SKIP() << "no GPU";
+  if (!sm90_runs()) GTEST_SKIP() << "the sm90 kernel does not run here (needs an sm_90 GPU and sm_90a machine code)";
+  int sms = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  std::mt19937_64 rng(seed() + 43);
+  int runs = 0;
+  for (auto [a, cd] : {std::pair{T::bf16, T::bf16}, std::pair{T::f16, T::f16}, std::pair{T::tf32, T::f32},
+                       std::pair{T::s8, T::s32}})
+    for (int variant = 0; variant < 3; ++variant) {
+      // 0: persistent, clusters as the plan takes them (2 here); 1: the same, clusters of 1; 2: split K in 2 parts
+      SCOPED_TRACE(std::string(type_name(a)) + " -> " + std::string(type_name(cd)) +
+                   (variant == 0 ? ", persistent" : variant == 1 ? ", persistent, clusters of 1" : ", split K in 2"));
+      const int64_t m_tiles = variant < 2 ? sms / 2 + 2 : 2;  // x 2 N tiles x 2 entries: more than 2 per CTA
+      MatmulDesc d = desc_of(a, a, cd, m_tiles * 128 - 56, variant < 2 ? 256 + 40 : 2 * 256 + 24,
+                             (variant < 2 ? 2 : 8) * kstep(a));
+      d.batch = 2;
+      d.activation = variant == 0 ? Activation::relu : Activation::none;
+      RunOpts o;
+      o.plan.kernel = KernelFamily::sm90;
+      o.plan.tile_n = 256;
+      o.plan.grid = variant < 2 ? GridKind::persistent : GridKind::automatic;
+      if (variant == 1) o.plan.cluster_m = 1;
+      if (variant == 2) o.plan.splits = 2;
+      Images im = make_images(d, rng, Specials{variant == 0 && !is_int(a) ? 0.002 : 0.0});
+      twin(d, im, o, *h_);
+      const PlanInfo info = Plan(*h_, d, o.plan).info();
+      EXPECT_EQ(info.tile_n, 256);
+      if (variant < 2) EXPECT_GT(m_tiles * 2 * d.batch, 2 * int64_t{sms}) << "more than two tiles per CTA";
+      if (variant == 2) EXPECT_EQ(info.splits, 2);
+      ++runs;
+    }
+  EXPECT_EQ(runs, 12);
 }
 
 // The general epilogue's loop over a warp's 16 x 16 blocks (sm90/epilogue.cuh: the block picked
