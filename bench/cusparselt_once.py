@@ -17,17 +17,7 @@ import cusparselt_torch as c  # noqa: E402  (beside this file)
 
 t, shape = sys.argv[1], sys.argv[2]
 m, n, k = (int(x) for x in shape.split("x"))
-dtype, out_dtype = c.TYPES[t]
-a = c.prune_2_4(torch.randn(m, k, device="cuda", dtype=torch.bfloat16))
-b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
-if dtype == torch.int8:
-    a = (a * 16).round().clamp(-127, 127).to(torch.int8)
-    b = (b * 16).round().clamp(-127, 127).to(torch.int8)
-else:
-    a, b = a.to(dtype), b.to(dtype)
-ac = torch._cslt_compress(a)
-bb = b.t().contiguous().t()
-kw = {"out_dtype": out_dtype} if out_dtype is not None else {}
+_, _, ac, bb, kw = c.operands(m, n, k, t)
 alg = torch._cslt_sparse_mm_search(ac, bb, **kw)
 for _ in range(3):
     torch._cslt_sparse_mm(ac, bb, alg_id=alg, **kw)

@@ -181,12 +181,13 @@ def sequence_ms(fn, copies):
     return ms / calls, calls
 
 
-def one(m, n, k, t, modes):
-    """The records of one shape and type, one per L2 mode in `modes` (the search shared)."""
-    dev = "cuda"
+def operands(m, n, k, t):
+    """One shape's operands for type t: A (M x K, random, pruned 2:4), B (K x N), A compressed
+    (torch._cslt_compress), B as cuSPARSELt takes it, and torch._cslt_sparse_mm's out_dtype
+    argument (bench/cusparselt_once.py takes the same)."""
     dtype, out_dtype = TYPES[t]
-    a = prune_2_4(torch.randn(m, k, device=dev, dtype=torch.bfloat16))
-    b = torch.randn(k, n, device=dev, dtype=torch.bfloat16)
+    a = prune_2_4(torch.randn(m, k, device="cuda", dtype=torch.bfloat16))
+    b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
     if dtype == torch.int8:
         a = (a * 16).round().clamp(-127, 127).to(torch.int8)
         b = (b * 16).round().clamp(-127, 127).to(torch.int8)
@@ -196,6 +197,12 @@ def one(m, n, k, t, modes):
     # cuSPARSELt wants B column-major for fp8: pass B^T's storage transposed back.
     bb = b.t().contiguous().t()
     kwargs = {"out_dtype": out_dtype} if out_dtype is not None else {}
+    return a, b, ac, bb, kwargs
+
+
+def one(m, n, k, t, modes):
+    """The records of one shape and type, one per L2 mode in `modes` (the search shared)."""
+    a, b, ac, bb, kwargs = operands(m, n, k, t)
     try:
         alg = torch._cslt_sparse_mm_search(ac, bb, **kwargs)
     except Exception:
