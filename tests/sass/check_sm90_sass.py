@@ -67,11 +67,11 @@ def blocks(body):
     return out
 
 
-def check(name, body, block_n, promoted, w, split):
+def check(name, body, block_n, promoted, w, split, lean_n):
     errors = []
     if any(re.search(r"\b(LDL|STL)\b", i) for i in body):
         errors.append("local memory (spills)")
-    want_split = split[promoted and block_n == 256]
+    want_split = split[promoted and block_n == lean_n]
     dealloc = [int(x, 16) for i in body for x in re.findall(r"USETMAXREG\.DEALLOC\.CTAPOOL (0x[0-9a-f]+)", i)]
     alloc = [int(x, 16) for i in body for x in re.findall(r"USETMAXREG\.TRY_ALLOC\.CTAPOOL \S+, (0x[0-9a-f]+)", i)]
     if (sorted(set(dealloc)), sorted(set(alloc))) != ([want_split[0]], [want_split[1]]):
@@ -174,6 +174,12 @@ def main():
     if not m:
         sys.exit(f"no 'lean ? RegSplit{{P, C}} : RegSplit{{P, C}}' in {sys.argv[3]}")
     split = {True: (int(m.group(1)), int(m.group(2))), False: (int(m.group(3)), int(m.group(4)))}
+    # The Lean kernels (their split: the first of the two), as tiles.hpp's lean_kernel names them.
+    m = re.search(r"lean_kernel\(int block_n, bool promoted\) \{ return promoted && block_n == (\d+); \}",
+                  open(sys.argv[3]).read())
+    if not m:
+        sys.exit(f"no 'lean_kernel(...) {{ return promoted && block_n == N; }}' in {sys.argv[3]}")
+    lean_n = int(m.group(1))
     # cuobjdump runs nvdisasm, found on PATH: the one beside it first (PyPI's wheels, .tools/).
     env = dict(os.environ, PATH=os.path.dirname(os.path.abspath(sys.argv[1])) + os.pathsep + os.environ.get("PATH", ""))
     r = subprocess.run([sys.argv[1], "-sass", "-arch", "sm_90a", sys.argv[2]], capture_output=True, text=True, env=env)
@@ -186,7 +192,7 @@ def main():
             continue
         seen.add(name)
         a, b, block_n, promoted = int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4) == "1"
-        errors = check(name, body, block_n, promoted, w, split)
+        errors = check(name, body, block_n, promoted, w, split, lean_n)
         label = f"ElemType {a} x {b}, tile 128x{block_n}, {'promoted' if promoted else 'window'}"
         if errors:
             failed += 1
