@@ -166,17 +166,17 @@ def registers(cuobjdump, binary, env):
 def main():
     if len(sys.argv) != 4:
         sys.exit(__doc__)
-    m = re.search(r"constexpr int kWindow = (\d+);", open(sys.argv[3]).read())
+    tiles = open(sys.argv[3]).read()
+    m = re.search(r"constexpr int kWindow = (\d+);", tiles)
     if not m:
         sys.exit(f"no 'constexpr int kWindow = N;' in {sys.argv[3]}")
     w = int(m.group(1))
-    m = re.search(r"RegSplit\{(\d+), (\d+)\} : RegSplit\{(\d+), (\d+)\}", open(sys.argv[3]).read())
+    m = re.search(r"RegSplit\{(\d+), (\d+)\} : RegSplit\{(\d+), (\d+)\}", tiles)
     if not m:
         sys.exit(f"no 'lean ? RegSplit{{P, C}} : RegSplit{{P, C}}' in {sys.argv[3]}")
     split = {True: (int(m.group(1)), int(m.group(2))), False: (int(m.group(3)), int(m.group(4)))}
     # The Lean kernels (their split: the first of the two), as tiles.hpp's lean_kernel names them.
-    m = re.search(r"lean_kernel\(int block_n, bool promoted\) \{ return promoted && block_n == (\d+); \}",
-                  open(sys.argv[3]).read())
+    m = re.search(r"lean_kernel\(int block_n, bool promoted\) \{ return promoted && block_n == (\d+); \}", tiles)
     if not m:
         sys.exit(f"no 'lean_kernel(...) {{ return promoted && block_n == N; }}' in {sys.argv[3]}")
     lean_n = int(m.group(1))
