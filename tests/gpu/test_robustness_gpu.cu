@@ -200,6 +200,8 @@ void twin(const MatmulDesc& desc, const Images& im, const RunOpts& o, Handle& gp
   }
   Plan pg(gpu, desc, o.plan);
   DevMem ws(pg.workspace_bytes());
+  ASSERT_TRUE(ws.base);
+  CK(cudaMemset(ws.base, 0xFF, ws.bytes));  // poisoned: a plan relies on nothing it did not write
   const float* dbias = desc.bias ? reinterpret_cast<const float*>(gbias.base) : nullptr;
   const void* cptr = o.beta != 0 ? pcm : nullptr;
   EpilogueArgs epi;
