@@ -2048,7 +2048,8 @@ TEST_F(Robust, DecodeKernelIsChosenForSmallNOnEnoughRows) {
 
 // The main kernel's tile where its N-covering tile leaves fewer CTAs than half the SMs
 // (sm90/heuristics.cu): the narrowest (64-wide) tile, except past N = 128 with K >= 8192 where
-// the 128-wide tile in 2 parts of K fills 3/4 of the SMs or more (4096 rows on the H100's 132).
+// the 128-wide tile in 2 parts of K fills 3/4 of the SMs or more (4096 rows on the H100's 132),
+// and at N = 65-128 with at least 96 stages where it fills 2/3 to 3/4 of them in 3 parts (4096 rows).
 TEST_F(Robust, MainKernelTileForFewTilesFollowsKAndRows) {
   if (!sm90_runs()) GTEST_SKIP() << "the sm90 kernel does not run here (needs an sm_90 GPU and sm_90a machine code)";
   int sms = 0;
@@ -2069,8 +2070,13 @@ TEST_F(Robust, MainKernelTileForFewTilesFollowsKAndRows) {
     EXPECT_EQ(info(a, 4096, 256, 4096).tile_n, 64);   // K < 8192: the narrowest, unsplit
     EXPECT_EQ(info(a, 4096, 256, 4096).splits, 1);
     EXPECT_EQ(info(a, 2048, 256, 14336).tile_n, 64);  // 64 CTAs in 2 parts: under 3/4 of the SMs
-    EXPECT_EQ(info(a, 4096, 128, 14336).tile_n, 64);  // N <= 128: the narrowest in 2 parts
-    EXPECT_EQ(info(a, 4096, 128, 14336).splits, 2);
+    EXPECT_EQ(info(a, 4096, 128, 14336).tile_n, 128);  // N <= 128, >= 96 stages: the 128-wide in 3 parts (96 CTAs)
+    EXPECT_EQ(info(a, 4096, 128, 14336).splits, 3);
+    EXPECT_EQ(info(a, 4096, 96, 8192).tile_n, a == T::bf16 ? 128 : 64);  // 128 bf16 stages, 64 8-bit ones
+    EXPECT_EQ(info(a, 4096, 128, 4096).tile_n, 64);    // 64 (bf16) or 32 stages: the narrowest in 2 parts
+    EXPECT_EQ(info(a, 4096, 128, 4096).splits, 2);
+    EXPECT_EQ(info(a, 4096, 64, 14336).tile_n, 64);    // N <= 64: the narrowest covers N
+    EXPECT_EQ(info(a, 2048, 128, 14336).tile_n, 64);   // 16 tiles of 128 in 3 parts: under 2/3 of the SMs
     PlanOptions splits;
     splits.splits = 1;  // a pinned split leaves the narrowest tile
     EXPECT_EQ(info(a, 4096, 256, 14336, splits).tile_n, 64);

@@ -37,7 +37,14 @@ constexpr int kNarrowest = 64;
 // then, 64-wide unsplit; docs/benchmarks.md "The decode kernel past N = 16; ..." item 7):
 // 4096 x 256 x K at K = 8192-14336 1.04-1.17x (bf16, e4m3, s8), 4096 x 192 x 14336 1.06-1.09x
 // (bf16, e4m3; s8 0.99x); at K = 4096 0.91-0.99x, and 2048 x 256 x 14336 (64 CTAs) 0.83-0.92x.
-constexpr int kWideSplitWidth = 128, kWideSplitMinK = 8192;
+// Likewise at N = 65-128 with at least 96 stages, where the 128-wide tile in 3 parts fills 2/3 to
+// 3/4 of the SMs: it reads A once where the 64-wide in 2 parts reads it twice. Measured on the
+// H200 (132 SMs, 2026-11-29 02:15 and 02:21 UTC, cold L2, 2 rounds, against the 64-wide tile in
+// 2 parts in one binary; docs/benchmarks.md "The 128-wide tile at N = 65-128 on a long K"):
+// 4096 x {96, 128} x 14336 (224 bf16 stages, 112 8-bit) bf16 1.02-1.21x, e4m3 1.05-1.07x, s8
+// 1.05-1.07x; 4096 x {112, 128} x 8192 bf16 (128 stages) 1.05-1.06x, e4m3 and s8 (64 stages)
+// 0.91-0.95x; 4096 x 128 x 4096 0.81-0.94x.
+constexpr int kWideSplitWidth = 128, kWideSplitMinK = 8192, kWideSplit128Parts = 3, kWideSplit128MinStages = 96;
 // Promoted fp8 sums: the stages (K = 128 each, 64 products of the 2:4 A per output) the tensor
 // cores sum before each f32 add (mainloop.cuh, `promoted`; PlanOptions::promotion_k pins 1 or 2).
 // Two: 128 products per add, the interval of dense fp8 GEMMs that promote (4 wgmmas of K = 32),
@@ -243,7 +250,11 @@ Config choose(const MatmulDesc& d, bool promoted, int inst_k, int sm_count, cons
     const int64_t parts = ctas(m_pad, d.n, kWideSplitWidth) * d.batch * 2;  // the 128-wide tile's CTAs in 2 parts
     const bool wide_split = !pins.splits && d.n > kWideSplitWidth && d.k >= kWideSplitMinK && parts <= sm_count &&
                             parts * 4 >= int64_t{sm_count} * 3;
-    c.block_n = wide_split ? kWideSplitWidth : kNarrowest;
+    const int64_t parts3 = parts / 2 * kWideSplit128Parts;  // at N <= 128: the 128-wide tile's CTAs in 3 parts
+    const bool keep_128 = !pins.splits && d.n > kNarrowest && d.n <= kWideSplitWidth &&
+                          stages_for(d, inst_k) >= kWideSplit128MinStages &&
+                          parts3 * 4 <= int64_t{sm_count} * 3 && parts3 * 3 >= int64_t{sm_count} * 2;
+    c.block_n = wide_split || keep_128 ? kWideSplitWidth : kNarrowest;
   }
   c.stages = stages_for(c.block_n);
 
