@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The sm90 kernel's heuristics (heuristics.hpp). Every number here was measured on the H100;
-// docs/benchmarks.md has the runs.
+// The sm90 kernel's heuristics (heuristics.hpp). Every number here was measured on the H100,
+// except where a comment names the H200 (132 SMs as well); docs/benchmarks.md has the runs.
 #include "sm90/heuristics.hpp"
 
 #include <algorithm>
