@@ -246,19 +246,21 @@ Config choose(const MatmulDesc& d, bool promoted, int inst_k, int sm_count, cons
   // at N = 256 ran 1.81x (bf16) and 2.54x (e4m3) faster on 64-wide tiles than on the 256-wide
   // tile with 4 parts of K (0.90x at bf16 K = 14336 against 2 parts, 1.26x e4m3); at N = 128,
   // 64-wide with 2 parts 1.14-1.18x the 128-wide with 2.
+  const int64_t stages = stages_for(d, inst_k);
   if (!pins.tile_n && ctas(m_pad, d.n, c.block_n) * d.batch * 2 <= sm_count) {
-    const int64_t parts = ctas(m_pad, d.n, kWideSplitWidth) * d.batch * 2;  // the 128-wide tile's CTAs in 2 parts
+    const int64_t tiles_128 = ctas(m_pad, d.n, kWideSplitWidth) * d.batch;  // the 128-wide tile's
+    const int64_t parts = tiles_128 * 2;                                      // ... CTAs in 2 parts
     const bool wide_split = !pins.splits && d.n > kWideSplitWidth && d.k >= kWideSplitMinK && parts <= sm_count &&
                             parts * 4 >= int64_t{sm_count} * 3;
-    const int64_t parts3 = parts / 2 * kWideSplit128Parts;  // at N <= 128: the 128-wide tile's CTAs in 3 parts
+    // At N <= 128, in 3 parts: within the split's bound for more than 2 parts (below), 2/3 of the SMs or more.
+    const int64_t parts3 = tiles_128 * kWideSplit128Parts;
     const bool keep_128 = !pins.splits && d.n > kNarrowest && d.n <= kWideSplitWidth &&
-                          stages_for(d, inst_k) >= kWideSplit128MinStages &&
-                          parts3 * 4 <= int64_t{sm_count} * 3 && parts3 * 3 >= int64_t{sm_count} * 2;
+                          stages >= kWideSplit128MinStages && parts3 <= sm_count * 3 / 4 &&
+                          parts3 * 3 >= int64_t{sm_count} * 2;
     c.block_n = wide_split || keep_128 ? kWideSplitWidth : kNarrowest;
   }
   c.stages = stages_for(c.block_n);
 
-  const int64_t stages = stages_for(d, inst_k);
   const int64_t tiles = ctas(m_pad, d.n, c.block_n) * d.batch;
 
   // Clusters of 2 along M share B's tile (TMA multicast): half of B's L2 -> SM traffic, the
