@@ -36,6 +36,12 @@ DECODE = re.compile(r"decode_kernelILNS_8ElemTypeE(\d+)ELS3_(\d+)ELi(\d+)ELNS1_4
 GMMA = re.compile(r"\b([HQI]GMMA)\.SP\.64x(\d+)x\d+\S*\s+(.*)$")
 
 
+def metadata(ins):
+    """A sparse wgmma's metadata register: its last register operand (after D, A's register or
+    the descriptors, C or RZ and the scale predicate)."""
+    return re.findall(r"\bR\d+\b", GMMA.search(ins).group(3))[-1]
+
+
 def functions(sass):
     name, body = None, []
     for line in sass.splitlines():
@@ -100,7 +106,7 @@ def check(name, body, block_n, promoted, w, split, lean_n):
         two = [b for b in bl if [int(GMMA.search(i).group(2)) for i in b if GMMA.search(i)] == [part] * 4]
         if not two:
             errors.append(f"no two stages of four 64x{part} sparse wgmmas in one block")
-        elif not any(len({GMMA.search(i).group(3).split(",")[3].strip() for i in b if GMMA.search(i)}) == 4 for b in two):
+        elif not any(len({metadata(i) for i in b if GMMA.search(i)}) == 4 for b in two):
             errors.append("the two stages' wgmmas share a metadata register")
         return errors
     window, end = None, None
@@ -112,7 +118,7 @@ def check(name, body, block_n, promoted, w, split, lean_n):
         seen = ", ".join(f"{sum(1 for i in b if GMMA.search(i))} wgmmas then {b[-1]}" for b in bl[:4])
         return errors + [f"no window of {2 * w} sparse wgmmas with {w - 1} group(s) in flight "
                          f"(DEPBAR.LE gsb0, {w - 1:#x}); blocks: {seen}"]
-    meta = [GMMA.search(i).group(3).split(",")[3].strip() for i in window if GMMA.search(i)]
+    meta = [metadata(i) for i in window if GMMA.search(i)]
     if len(set(meta)) != 2 * w:
         errors.append(f"metadata registers not distinct across the window: {meta}")
     # Between the window's first wgmma and its last wait nothing may write a metadata register
