@@ -247,16 +247,17 @@ Config choose(const MatmulDesc& d, bool promoted, int inst_k, int sm_count, cons
   // tile with 4 parts of K (0.90x at bf16 K = 14336 against 2 parts, 1.26x e4m3); at N = 128,
   // 64-wide with 2 parts 1.14-1.18x the 128-wide with 2.
   const int64_t stages = stages_for(d, inst_k);
+  // Split K's bound on CTAs (the split below and the two tile rules here): `tiles` tiles in s
+  // parts take at most every SM in 2 parts, 3/4 of them in more.
+  const auto split_fits = [&](int64_t tiles, int64_t s) { return tiles * s <= (s <= 2 ? sm_count : sm_count * 3 / 4); };
   if (!pins.tile_n && ctas(m_pad, d.n, c.block_n) * d.batch * 2 <= sm_count) {
-    const int64_t tiles_128 = ctas(m_pad, d.n, kWideSplitWidth) * d.batch;  // the 128-wide tile's
-    const int64_t parts = tiles_128 * 2;                                      // ... CTAs in 2 parts
-    const bool wide_split = !pins.splits && d.n > kWideSplitWidth && d.k >= kWideSplitMinK && parts <= sm_count &&
-                            parts * 4 >= int64_t{sm_count} * 3;
-    // At N <= 128, in 3 parts: within the split's bound for more than 2 parts (below), 2/3 of the SMs or more.
-    const int64_t parts3 = tiles_128 * kWideSplit128Parts;
+    const int64_t tiles_128 = ctas(m_pad, d.n, kWideSplitWidth) * d.batch;  // the 128-wide tile's tiles
+    const bool wide_split = !pins.splits && d.n > kWideSplitWidth && d.k >= kWideSplitMinK && split_fits(tiles_128, 2) &&
+                            tiles_128 * 2 * 4 >= int64_t{sm_count} * 3;
+    // At N <= 128, in 3 parts: within the split's bound, 2/3 of the SMs or more.
     const bool keep_128 = !pins.splits && d.n > kNarrowest && d.n <= kWideSplitWidth &&
-                          stages >= kWideSplit128MinStages && parts3 <= sm_count * 3 / 4 &&
-                          parts3 * 3 >= int64_t{sm_count} * 2;
+                          stages >= kWideSplit128MinStages && split_fits(tiles_128, kWideSplit128Parts) &&
+                          tiles_128 * kWideSplit128Parts * 3 >= int64_t{sm_count} * 2;
     c.block_n = wide_split || keep_128 ? kWideSplitWidth : kNarrowest;
   }
   c.stages = stages_for(c.block_n);
@@ -299,7 +300,7 @@ Config choose(const MatmulDesc& d, bool promoted, int inst_k, int sm_count, cons
   } else if (tiles * 2 <= sm_count) {
     want = 1;
     for (int64_t s = 2; s <= std::min<int64_t>(stages / kMinStagesPerSplit, max_splits); ++s)
-      if (tiles * s <= (s <= 2 ? sm_count : sm_count * 3 / 4)) want = s;
+      if (split_fits(tiles, s)) want = s;
   }
   if (want >= 2 && stages >= 2) {
     const int64_t per = per_split(stages, want);
