@@ -127,9 +127,12 @@ def decode(rows):
         k = (r.get("cusparselt_record") or {}).get("cusparselt_kernel_ms")
         return k / r["spmma_ms"] if k and r.get("spmma_ms") else None
 
+    # The floor of a cold call (records since 2026-11-29: of_stream_bound): the weight's bytes at
+    # the copy rate plus an empty kernel's time as a call; spmma's and cuBLAS's fraction of theirs.
+    bounds = any(r.get("of_stream_bound") for r in rows)
     print("| type | M×K | N | spmma TFLOP/s cold (hot) | vs cuBLAS cold | vs cuSPARSELt cold | vs its kernel time | "
-          "weight GB/s cold | of copy |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "weight GB/s cold | of copy |" + (" of bound: spmma | cuBLAS |" if bounds else ""))
+    print("|---" * (11 if bounds else 9) + "|")
     for t, m, k, n in decode_order(rows):
         c, h = by.get((t, m, k, n, "cold")), by.get((t, m, k, n, "hot"))
         if c is None:
@@ -139,7 +142,8 @@ def decode(rows):
         cr = copy_rate(c)
         print(f"| {t} | {m}×{k} | {n} | {c['spmma_tflops']:.1f} ({f(h['spmma_tflops']) if h else '-'}) | "
               f"{f(vd, 2)} | {f(vs, 2)} | {f(kernel_only(c), 2)} | {c['weight_gbps']:.0f} | "
-              f"{f(c['weight_gbps'] / cr if cr else None, 2)} |")
+              f"{f(c['weight_gbps'] / cr if cr else None, 2)} |" +
+              (f" {f(c.get('of_stream_bound'), 2)} | {f(c.get('dense_of_stream_bound'), 2)} |" if bounds else ""))
 
 
 def sequence(rows):

@@ -392,6 +392,54 @@ CopyRate measure_copy_rate() {
   return c;
 }
 
+// An empty kernel of the sm90 kernel's CTA (LaunchFloor).
+__global__ void __launch_bounds__(384) empty_call() {}
+
+LaunchFloor measure_launch_floor() {
+  LaunchFloor f;
+  cudaStream_t s = nullptr;
+  cudaEvent_t e0 = nullptr, e1 = nullptr;
+  try {
+    int dev = 0, sms = 0, major = 0;
+    check(cudaGetDevice(&dev), "cudaGetDevice");
+    check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "cudaDeviceGetAttribute(SMs)");
+    check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), "cudaDeviceGetAttribute(major)");
+    f.ctas = sms, f.threads = 384, f.reps = 30;
+    check(cudaStreamCreate(&s), "cudaStreamCreate");
+    check(cudaEventCreate(&e0), "event");
+    check(cudaEventCreate(&e1), "event");
+    HeldTimer timer{s, e0, e1};
+    f.plain_ms = timing_of(timer.times(5, f.reps, "launch floor", [&](int) {
+      empty_call<<<sms, f.threads, 0, s>>>();
+      check(cudaGetLastError(), "launch floor: empty kernel");
+    }));
+    if (major >= 9) {
+      // As the sm90 plans launch (src/cuda/api/launch.cu): a cluster of 2, programmatic stream
+      // serialization, 200 KB of dynamic shared memory (one CTA per SM).
+      constexpr int kSmem = 200 * 1024;
+      check(cudaFuncSetAttribute(empty_call, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem), "launch floor: smem");
+      cudaLaunchAttribute attrs[2] = {};
+      attrs[0].id = cudaLaunchAttributeClusterDimension;
+      attrs[0].val.clusterDim.x = 2, attrs[0].val.clusterDim.y = 1, attrs[0].val.clusterDim.z = 1;
+      attrs[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      attrs[1].val.programmaticStreamSerializationAllowed = 1;
+      cudaLaunchConfig_t cfg = {};
+      cfg.gridDim = dim3(static_cast<unsigned>(sms / 2 * 2)), cfg.blockDim = dim3(static_cast<unsigned>(f.threads));
+      cfg.dynamicSmemBytes = kSmem, cfg.stream = s, cfg.attrs = attrs, cfg.numAttrs = 2;
+      f.shaped_ms = timing_of(timer.times(5, f.reps, "launch floor (sm90-shaped)", [&](int) {
+        check(cudaLaunchKernelEx(&cfg, empty_call), "launch floor: cudaLaunchKernelEx");
+      }));
+    }
+  } catch (const Error& e) {
+    f = LaunchFloor{};
+    f.why = std::string("not measured: ") + e.what();
+  }
+  if (e0) cudaEventDestroy(e0);
+  if (e1) cudaEventDestroy(e1);
+  if (s) cudaStreamDestroy(s);
+  return f;
+}
+
 // Rows of D (spmma's, in d1) against the CPU backend on the same A (the dense, pattern-holding
 // device buffer a, row-major), B (column-major) and epilogue (ed: null for the plain one): 8 rows
 // from the top, 8 from the bottom (every CTA row tile edge of a small M included). Integer D:

@@ -89,6 +89,18 @@ struct CopyRate {
   std::string why;
 };
 
+// What a call costs before it moves a byte: an empty kernel timed as a call is (HeldTimer: the
+// start event, the launch and the end event queued behind the hold), one CTA of 384 threads per
+// SM, launched two ways: plainly (the cheapest launch a library makes) and as spmma's sm90 plans
+// launch (the driver's launch with a cluster of 2, programmatic stream serialization and 200 KB
+// of dynamic shared memory). With the copy rate it gives a weight's floor: bytes / copy rate +
+// the plain launch (`of bound` in the table). ms empty and `why` set where it could not be measured.
+struct LaunchFloor {
+  Timing plain_ms, shaped_ms;
+  int ctas = 0, threads = 0, reps = 0;
+  std::string why;
+};
+
 // The epilogue spmma runs in a bench case (`--bias`, `--activation`, `--scales`, `--out`): D =
 // act(s_row ⊗ s_col ∘ (A·B) + bias) into D's type. The dense baseline keeps its plain epilogue;
 // spmma's D is then verified against the CPU backend on sampled rows (same epilogue).
@@ -216,6 +228,8 @@ uint64_t gpu_l2_bytes();
 // The device-to-device copy rate of the current GPU (CopyRate): a buffer of min(1 GiB, a quarter
 // of the free memory) copied 10 times after 3 warm-ups, each copy timed by device events.
 CopyRate measure_copy_rate();
+// The launch floor of the current GPU (LaunchFloor): each launch 30 times after 5 warm-ups.
+LaunchFloor measure_launch_floor();
 
 // How many distinct copies a cold timing rotates over: enough that the other copies' bytes read
 // between two uses of one copy (copies - 1 times per_call_bytes, the rotated A and B of a call)

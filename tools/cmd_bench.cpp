@@ -279,15 +279,25 @@ void register_bench(CLI::App& app) {
     // The device-to-device copy rate of this run, the ceiling the weight-stream GB/s are read
     // against (GPU only; bench::CopyRate states the convention: bytes read + written per second).
     bench::CopyRate copy;
+    bench::LaunchFloor floor;
     uint64_t l2_bytes = 0;
 #ifdef SPMMA_HAVE_CUDA
     if (gpu) {
       device = bench::gpu_name();
       copy = bench::measure_copy_rate();
+      floor = bench::measure_launch_floor();
       l2_bytes = bench::gpu_l2_bytes();
     }
 #endif
     const std::optional<double> copy_gbps = copy.gbps > 0 ? std::optional<double>(copy.gbps) : std::nullopt;
+    const std::optional<double> floor_ms =
+        floor.plain_ms.median > 0 ? std::optional<double>(floor.plain_ms.median) : std::nullopt;
+    // A cold row's floor (bench::LaunchFloor): its weight's bytes at the copy rate plus the plain
+    // launch's floor, ms; nothing for hot rows (their weight may be in the L2) or without either.
+    auto stream_bound_ms = [&](const BenchRow& r, uint64_t bytes) -> std::optional<double> {
+      if (r.l2 != "cold" || !copy_gbps || !floor_ms || bytes == 0) return std::nullopt;
+      return static_cast<double>(bytes) / (*copy_gbps * 1e9) * 1e3 + *floor_ms;
+    };
     if (!gpu) {
       if (bo.d_col_major) fail(Status::not_supported, "bench: --d-order col is timed on the GPU only (the CPU path checks a row-major D)");
       std::cerr << "spmma bench: no GPU (" << why << "): timing the CPU path\n";
@@ -317,11 +327,23 @@ void register_bench(CLI::App& app) {
         else
           c << "copy rate " << copy.why;
         c << "; L2 " << static_cast<double>(l2_bytes) / (1 << 20) << " MiB\n";
+        c << std::setprecision(2);
+        if (floor_ms) {
+          c << "launch floor " << *floor_ms * 1e3 << " us: an empty kernel of " << floor.ctas << " CTAs x " << floor.threads
+            << " threads timed as a call (held stream, events), median of " << floor.reps;
+          if (floor.shaped_ms.median > 0)
+            c << "; " << floor.shaped_ms.median * 1e3 << " us launched as the sm90 plans (cluster of 2, programmatic "
+                 "dependent launch, 200 KB of shared memory)";
+          c << "\n";
+        } else {
+          c << "launch floor " << floor.why << "\n";
+        }
         std::cout << c.str();
       }
       if (gpu)
         std::cout << "GB/s: weight bytes per kernel time (spmma: compressed values + metadata; dense: M·K elements); "
-                     "of copy: spmma's GB/s / the copy rate; l2 cold: each call reads its A and B from HBM "
+                     "of copy: spmma's GB/s / the copy rate; of bound (cold): the weight's bytes at the copy rate "
+                     "plus the launch floor, over spmma's time; l2 cold: each call reads its A and B from HBM "
                      "(docs/benchmarks.md, \"Cold L2 and the decode sweep\"); seq/dense (cold): the speed-up over "
                      "dense with the calls back to back, layer after layer\n";
       else
@@ -331,7 +353,8 @@ void register_bench(CLI::App& app) {
                 << "spmma" << std::setw(10) << "dense" << std::setw(12) << "cuSPARSELt" << std::setw(10) << "vs dense"
                 << std::setw(10) << "vs cSLt" << std::setw(12) << "call us" << std::setw(10) << "host us"
                 << std::setw(6) << "l2" << std::setw(10) << "GB/s" << std::setw(11) << "dense GB/s" << std::setw(9)
-                << "of copy" << std::setw(10) << "seq/dense" << std::setw(10) << "verified" << std::endl;
+                << "of copy" << std::setw(10) << "of bound" << std::setw(10) << "seq/dense" << std::setw(10) << "verified"
+                << std::endl;
     }
     auto print_row = [&](const BenchRow& r) {
       std::ostringstream shape;
@@ -368,6 +391,8 @@ void register_bench(CLI::App& app) {
       gbps(ran ? std::optional<double>(r.weight_gbps) : std::nullopt, 10);
       gbps(r.dense_weight_gbps, 11);
       col(ran && copy_gbps ? std::optional<double>(r.weight_gbps / *copy_gbps) : std::nullopt, 9, true);
+      const std::optional<double> bound = stream_bound_ms(r, r.value_bytes + r.metadata_bytes);
+      col(ran && bound ? std::optional<double>(*bound / r.spmma_ms) : std::nullopt, 10, true);
       // Layer after layer (cold rows): cuBLAS's time per call over spmma's, both back to back.
       col(r.spmma_seq_ms && r.cublas_seq_ms ? std::optional<double>(*r.cublas_seq_ms / *r.spmma_seq_ms) : std::nullopt, 10,
           true);
@@ -389,6 +414,20 @@ void register_bench(CLI::App& app) {
            "device-to-device cudaMemcpyAsync; HBM traffic, bytes read + written per second (1e9 B/s): "
            "the ceiling of a weight stream, which only reads"},
           {"note", copy.why}};
+      auto timing = [](const bench::Timing& t) {
+        return t.median > 0 ? nlohmann::json{{"min", t.min}, {"median", t.median}, {"p90", t.p90}} : nlohmann::json(nullptr);
+      };
+      provenance["launch_floor"] = {
+          {"plain_ms", timing(floor.plain_ms)},
+          {"sm90_shaped_ms", timing(floor.shaped_ms)},
+          {"ctas", floor.ctas},
+          {"threads", floor.threads},
+          {"reps", floor.reps},
+          {"method",
+           "an empty kernel timed as a call (held stream, device events), launched plainly and as the sm90 plans "
+           "(cluster of 2, programmatic stream serialization, 200 KB of dynamic shared memory); a cold row's "
+           "stream_bound_ms = its weight's bytes / copy_gbps + plain_ms"},
+          {"note", floor.why}};
     }
 #ifdef SPMMA_HAVE_CUDA
     if (gpu) provenance["cublaslt"] = bench::cublas_version();
@@ -406,6 +445,15 @@ void register_bench(CLI::App& app) {
       j["weight_of_copy"] = ran && copy_gbps ? nlohmann::json(r.weight_gbps / *copy_gbps) : nlohmann::json(nullptr);
       j["dense_weight_of_copy"] = r.dense_weight_gbps && copy_gbps ? nlohmann::json(*r.dense_weight_gbps / *copy_gbps)
                                                                    : nlohmann::json(nullptr);
+      // Cold rows: the floor of the call (its weight at the copy rate plus the launch floor) and
+      // the fraction of it each side reaches (spmma: the compressed weight; cuBLAS: the dense one).
+      const std::optional<double> bound = stream_bound_ms(r, r.value_bytes + r.metadata_bytes),
+                                  dense_bound = stream_bound_ms(r, r.dense_weight_bytes);
+      j["stream_bound_ms"] = opt(bound);
+      j["of_stream_bound"] = ran && bound ? nlohmann::json(*bound / r.spmma_ms) : nlohmann::json(nullptr);
+      j["dense_stream_bound_ms"] = opt(dense_bound);
+      j["dense_of_stream_bound"] =
+          dense_bound && r.cublas_ms > 0 ? nlohmann::json(*dense_bound / r.cublas_ms) : nlohmann::json(nullptr);
       return j;
     };
     nlohmann::json arr = nlohmann::json::array();
