@@ -1967,7 +1967,10 @@ TEST_F(Robust, DecodeKernelIsChosenForSmallNOnEnoughRows) {
   EXPECT_EQ(info(512, 16).kernel, KernelFamily::sm90);    // 16 tiles of 32 rows: split K in clusters reaches more SMs
   EXPECT_EQ(info(11008, 16).kernel, KernelFamily::decode);
   EXPECT_EQ(info(28672, 16).kernel, KernelFamily::decode);
-  EXPECT_EQ(info(4096, 16).splits, 1);  // 32 stages: no split K
+  EXPECT_EQ(info(4096, 16).splits, 2);  // 32 stages: 2 parts of 16 (heuristics.cu, kDecodeMinSplitStages)
+  EXPECT_EQ(info(4096, 1).splits, 2);
+  EXPECT_EQ(plan_info(*h_, T::bf16, 4096, 16, 3968).splits, 1);  // 31 stages: parts under 16
+  EXPECT_EQ(plan_info(*h_, T::s8, 4096, 16, 4096).splits, 1);     // the 16-bit types only
   // A long K on a weight of at most one tile per SM: split K in 2 for the 16-bit types (K = 14336,
   // 112 stages), the decode kernel then also at N > 8; with more tiles than SMs, 16-bit N > 8
   // stays on the main kernel; s8 takes the decode kernel unsplit.
