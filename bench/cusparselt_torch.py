@@ -4,7 +4,9 @@
 
     python3 bench/cusparselt_torch.py --shapes 8192x8192x8192,4096x16x4096 --types bf16,e4m3 --out cslt.json
 
-For each shape (M x N x K, A sparse M x K) and type: A random, pruned 2:4, compressed once
+For each shape (M x N x K, A sparse M x K) and type: A random with spmma bench's values and a random
+2:4 pattern (--data spmma, the default: bench_values below; --data randn, torch.randn pruned by
+magnitude, the records before 2026-11-29; each record's "data" says which), compressed once
 (torch._cslt_compress); the best algorithm picked by torch._cslt_sparse_mm_search; then
 torch._cslt_sparse_mm timed two ways, both leaving out the host's cost (PyTorch sets cuSPARSELt up
 again on every call; as in ANCHORS.md):
@@ -181,18 +183,58 @@ def sequence_ms(fn, copies):
     return ms / calls, calls
 
 
+# The values `spmma bench` multiplies (tools/bench_gpu.cu, random_bits): floats with a random sign,
+# an exponent 2^-2, 2^-1 or 2^0 and every mantissa bit random (tf32: f32 with its low 13 bits
+# zero), integers with every bit random; A's kept positions random in each group of 4. The tensor
+# cores' power, and with it the clock a call runs at under the card's power limit, follows the
+# operands' bits: with torch.randn in bf16 cast to the type (this script's data before
+# 2026-11-29, --data randn), f16 and tf32 operands carried 8 significant bits and s8 small
+# magnitudes, and cuSPARSELt ran f16 at its bf16 speed where cuBLAS and spmma, on the bench's
+# full-mantissa f16, ran 0.95x their bf16 (H200, docs/benchmarks.md "Where spmma stands on the H200").
+MANTISSA_BITS = {"bf16": 7, "f16": 10, "tf32": 10, "e4m3": 3}
+
+
+def bench_values(shape, t):
+    """A tensor of `shape` with spmma bench's values for type t (see MANTISSA_BITS)."""
+    dtype = TYPES[t][0]
+    if dtype == torch.int8:
+        return torch.randint(-128, 128, shape, device="cuda", dtype=torch.int8)
+    man = MANTISSA_BITS[t]
+    sign = torch.randint(0, 2, shape, device="cuda", dtype=torch.int32) * 2 - 1
+    exp = torch.randint(-2, 1, shape, device="cuda", dtype=torch.int32)
+    frac = torch.randint(0, 1 << man, shape, device="cuda", dtype=torch.int32)
+    # Exact in f32 and in the type: (1 + frac / 2^man) * 2^exp, at most man mantissa bits.
+    v = sign.float() * (1.0 + frac.float() / (1 << man)) * torch.exp2(exp.float())
+    return v.to(dtype)
+
+
+def random_2_4(a):
+    """a with 2 random positions of each group of 4 along K kept, the others zero."""
+    m, k = a.shape
+    idx = torch.rand(m, k // 4, 4, device=a.device).topk(2, dim=-1).indices
+    mask = torch.zeros(m, k // 4, 4, device=a.device, dtype=torch.bool).scatter_(-1, idx, True).reshape(m, k)
+    return a * mask.to(a.dtype)
+
+
+DATA = "spmma"  # main() sets it from --data
+
+
 def operands(m, n, k, t):
     """One shape's operands for type t: A (M x K, random, pruned 2:4), B (K x N), A compressed
     (torch._cslt_compress), B as cuSPARSELt takes it, and torch._cslt_sparse_mm's out_dtype
-    argument (bench/cusparselt_once.py takes the same)."""
+    argument (bench/cusparselt_once.py takes the same). The values: spmma bench's (bench_values),
+    or with DATA = "randn" torch.randn in bf16 cast to the type (the records before 2026-11-29)."""
     dtype, out_dtype = TYPES[t]
-    a = prune_2_4(torch.randn(m, k, device="cuda", dtype=torch.bfloat16))
-    b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
-    if dtype == torch.int8:
-        a = (a * 16).round().clamp(-127, 127).to(torch.int8)
-        b = (b * 16).round().clamp(-127, 127).to(torch.int8)
+    if DATA == "spmma":
+        a, b = random_2_4(bench_values((m, k), t)), bench_values((k, n), t)
     else:
-        a, b = a.to(dtype), b.to(dtype)
+        a = prune_2_4(torch.randn(m, k, device="cuda", dtype=torch.bfloat16))
+        b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
+        if dtype == torch.int8:
+            a = (a * 16).round().clamp(-127, 127).to(torch.int8)
+            b = (b * 16).round().clamp(-127, 127).to(torch.int8)
+        else:
+            a, b = a.to(dtype), b.to(dtype)
     ac = torch._cslt_compress(a)
     # cuSPARSELt wants B column-major for fp8: pass B^T's storage transposed back.
     bb = b.t().contiguous().t()
@@ -212,7 +254,7 @@ def one(m, n, k, t, modes):
     sparse_mm = lambda x, y: torch._cslt_sparse_mm(x, y, alg_id=alg, **kwargs)  # noqa: E731
     rows = []
     for mode in modes:
-        row = {"m": m, "n": n, "k": k, "type": t, "l2": mode, "alg_id": int(alg), "torch": torch.__version__,
+        row = {"m": m, "n": n, "k": k, "type": t, "l2": mode, "data": DATA, "alg_id": int(alg), "torch": torch.__version__,
                "cusparselt": str(torch.backends.cusparselt.version()), "weight_bytes": nbytes(ac)}
         try:
             names = []
@@ -257,7 +299,12 @@ def main():
                     help="hot (default), cold (rotate over copies: weights from HBM) or both; both with --sweep decode")
     ap.add_argument("--types", default="bf16,e4m3")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--data", choices=["spmma", "randn"], default="spmma",
+                    help="the operands' values: spmma bench's (default) or torch.randn in bf16 cast to the type "
+                         "(the records before 2026-11-29)")
     args = ap.parse_args()
+    global DATA
+    DATA = args.data
     if args.sweep and args.shapes:
         ap.error(f"--sweep {args.sweep} and --shapes both name the shapes; give one of them")
     if args.sweep == "decode":
