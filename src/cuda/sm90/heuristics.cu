@@ -116,7 +116,7 @@ int decode_stages(int64_t ctas, int block_n, decode::Math m, int sm_count, int64
 // (08:49) 0.38-1.13x, and 2 parts of the weights with more tiles than SMs 0.67-0.98x. Parts of
 // 16 stages, not 24, since the H200 (132 SMs as the H100's; 2026-11-29 07:59 UTC, 8f27ec7's decode
 // kernel, 3 rounds, bf16 and f16, both pinned in one binary; docs/benchmarks.md "The H200 at
-// HEAD"): 4096 x {1, 8, 16} x 4096 (32 stages) in 2 parts ran 1.11-1.23x the speed of 1 with a hot
+// 8f27ec7", item 3): 4096 x {1, 8, 16} x 4096 (32 stages) in 2 parts ran 1.11-1.23x the speed of 1 with a hot
 // L2, 1.02-1.17x cold (the H100's 0.91-0.99x above was the decode kernel before its stage split
 // by metadata group). Not rerun on an H100.
 constexpr int kDecodeSplitCtasPerSm = 2, kDecodeMinSplitStages = 16;
