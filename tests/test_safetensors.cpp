@@ -284,6 +284,7 @@ TEST_F(SafetensorsTest, CompressedContainerRefusesWhatItDidNotWrite) {
   refused(with("format", "<absent>"), "lacks \"format\"");
   refused(with("format_version", "2"), "format_version \"2\"");
   refused(with("type", "bf17"), "not an element type");
+  refused(with("type", ".bf16"), "not an element type");  // the PTX spelling: the file names the type as written
   // Another type of the same width: the values dtype tells them apart.
   refused(with("type", "f16"), "tensor \"values\" is BF16 [3, 8]");
   refused(with("type", "e4m3"), "tensor \"values\" is BF16");

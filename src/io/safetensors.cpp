@@ -349,8 +349,11 @@ Compressed compressed_from_safetensors(const SafeTensors& f, std::string_view na
   if (meta("format_version") != kCompressedFormatVersion)
     io_fail(name, "spmma compressed format_version \"" + printable(meta("format_version")) + "\" is not the one this spmma reads (" +
         std::string(kCompressedFormatVersion) + "); use the spmma that wrote it");
+  // The type by its name as written (parse_elem_type also takes the PTX spelling, ".f32"): what
+  // a file says is what compressed_to_safetensors writes back (the fuzzer found ".f32" read as f32).
   const std::optional<ElemType> t = parse_elem_type(meta("type"));
-  if (!t) io_fail(name, "__metadata__ type \"" + printable(meta("type")) + "\" is not an element type");
+  if (!t || type_name(*t) != meta("type"))
+    io_fail(name, "__metadata__ type \"" + printable(meta("type")) + "\" is not an element type's name");
   Compressed c;
   c.type = *t;
   const std::string& pname = meta("pattern");
