@@ -19,6 +19,7 @@
 
 #include "bench_gpu.hpp"
 #include "device_buffer.cuh"
+#include "launch.hpp"
 #include "ptx/timer.cuh"
 #include "spmma/error.hpp"
 #include "spmma/matmul.hpp"
@@ -414,20 +415,13 @@ LaunchFloor measure_launch_floor() {
       check(cudaGetLastError(), "launch floor: empty kernel");
     }));
     if (major >= 9) {
-      // As the sm90 plans launch (src/cuda/api/launch.cu): a cluster of 2, programmatic stream
-      // serialization, 200 KB of dynamic shared memory (one CTA per SM).
-      constexpr int kSmem = 200 * 1024;
-      check(cudaFuncSetAttribute(empty_call, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem), "launch floor: smem");
-      cudaLaunchAttribute attrs[2] = {};
-      attrs[0].id = cudaLaunchAttributeClusterDimension;
-      attrs[0].val.clusterDim.x = 2, attrs[0].val.clusterDim.y = 1, attrs[0].val.clusterDim.z = 1;
-      attrs[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-      attrs[1].val.programmaticStreamSerializationAllowed = 1;
-      cudaLaunchConfig_t cfg = {};
-      cfg.gridDim = dim3(static_cast<unsigned>(sms / 2 * 2)), cfg.blockDim = dim3(static_cast<unsigned>(f.threads));
-      cfg.dynamicSmemBytes = kSmem, cfg.stream = s, cfg.attrs = attrs, cfg.numAttrs = 2;
+      // Through the plans' own launch (src/cuda/api/launch.cu, cuda::enqueue): a cluster of 2,
+      // programmatic dependent launch, 200 KB of dynamic shared memory (one CTA per SM).
+      constexpr unsigned kSmem = 200 * 1024;
+      const cuda::Launch l{cuda::function(reinterpret_cast<const void*>(empty_call), kSmem, "launch floor"),
+                           static_cast<unsigned>(sms / 2 * 2), 1, static_cast<unsigned>(f.threads), kSmem, 2, true};
       f.shaped_ms = timing_of(timer.times(5, f.reps, "launch floor (sm90-shaped)", [&](int) {
-        check(cudaLaunchKernelEx(&cfg, empty_call), "launch floor: cudaLaunchKernelEx");
+        cuda::enqueue(l, nullptr, s, "launch floor: the sm90 plans' launch");
       }));
     }
   } catch (const Error& e) {
