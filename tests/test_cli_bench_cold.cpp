@@ -187,4 +187,20 @@ TEST(BenchColdCopies, CoverTwiceTheL2) {
   EXPECT_EQ(cold_copies(0, l2), 2);
 }
 
+// The verification bound of an f32 D grows as sqrt(K) past K = 4096 (rounding differences of
+// two f32 sums, a random walk), and stays far below what a stage read wrong gives (5% or more):
+// tf32 4096x32x14336 in 2 parts of K measured 0.00106-0.00115 against cuBLAS on the H200.
+TEST(BenchErrorBound, F32GrowsAsSqrtK) {
+  using spmma::bench::error_bound;
+  using spmma::ElemType;
+  EXPECT_EQ(error_bound(ElemType::f32, 16), 1e-3);
+  EXPECT_EQ(error_bound(ElemType::f32, 4096), 1e-3);
+  EXPECT_DOUBLE_EQ(error_bound(ElemType::f32, 16384), 2e-3);
+  EXPECT_GT(error_bound(ElemType::f32, 14336), 0.00115);
+  EXPECT_LT(error_bound(ElemType::f32, 1 << 20), 0.05);
+  // The other D types' bounds are their rounding, whatever K.
+  EXPECT_EQ(error_bound(ElemType::bf16, 1 << 20), error_bound(ElemType::bf16, 16));
+  EXPECT_EQ(error_bound(ElemType::s32, 1 << 20), 0.0);
+}
+
 }  // namespace

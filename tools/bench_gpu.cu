@@ -481,7 +481,7 @@ void verify_rows_on_cpu(Row& r, const MatmulDesc& d, const Buf& a, const Buf& b,
   const Agreement ag = agreement(sub.m * d.n, [&](int64_t i) { return elem_value(hd.data(), i, d.d_type); },
                                  [&](int64_t i) { return elem_value(ref.data(), i, d.d_type); });
   r.max_error = ag.worst;
-  r.verified = ag.finite_alike && ag.worst <= error_bound(d.d_type);
+  r.verified = ag.finite_alike && ag.worst <= error_bound(d.d_type, d.k);
 }
 
 std::vector<Row> run_gpu(const Options& o) {
@@ -726,7 +726,7 @@ std::vector<Row> run_gpu(const Options& o) {
             // Fast fp8 accumulation (both sides keep fp8-width sums): checked to 25%, which still
             // catches a wrong element (a misread metadata nibble or tile gives errors of order 1).
             const bool fast8 = o.fast_accum && (t == ElemType::e4m3 || t == ElemType::e5m2);
-            const double bound = fast8 ? 0.25 : error_bound(cd);
+            const double bound = fast8 ? 0.25 : error_bound(cd, r.k);
             r.verified = ag.finite && ag.worst <= bound;
             if (fast8) r.note = "fast fp8 accumulation: checked to 25%";
             if (!r.verified)

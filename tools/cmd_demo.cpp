@@ -121,7 +121,7 @@ void register_demo(CLI::App& app) {
       fail(Status::not_supported, "demo: " + (r.note.empty() ? std::string("the product was not verified") : r.note));
 
     const Pattern pattern = pattern_for(t);
-    const double bound = bench::error_bound(bench::output_type(t));
+    const double bound = bench::error_bound(bench::output_type(t), r.k);
     const double dense_bytes = double(r.m) * r.k * memory_bits(t) / 8;
     const double dense_ms = gpu ? r.cublas_ms : r.cpu_dense_ms;
     const double dense_tflops = 2.0 * r.m * r.n * r.k / (dense_ms * 1e-3) / 1e12;
