@@ -195,7 +195,9 @@ MANTISSA_BITS = {"bf16": 7, "f16": 10, "tf32": 10, "e4m3": 3}
 
 
 def bench_values(shape, t):
-    """A tensor of `shape` with spmma bench's values for type t (see MANTISSA_BITS)."""
+    """A tensor of `shape` with spmma bench's values for type t (see MANTISSA_BITS): int8, or for
+    the float types f32 values that the type holds exactly (the caller casts them, after pruning:
+    PyTorch has no multiply in fp8)."""
     dtype = TYPES[t][0]
     if dtype == torch.int8:
         return torch.randint(-128, 128, shape, device="cuda", dtype=torch.int8)
@@ -204,8 +206,7 @@ def bench_values(shape, t):
     exp = torch.randint(-2, 1, shape, device="cuda", dtype=torch.int32)
     frac = torch.randint(0, 1 << man, shape, device="cuda", dtype=torch.int32)
     # Exact in f32 and in the type: (1 + frac / 2^man) * 2^exp, at most man mantissa bits.
-    v = sign.float() * (1.0 + frac.float() / (1 << man)) * torch.exp2(exp.float())
-    return v.to(dtype)
+    return sign.float() * (1.0 + frac.float() / (1 << man)) * torch.exp2(exp.float())
 
 
 def random_2_4(a):
@@ -226,7 +227,7 @@ def operands(m, n, k, t):
     or with DATA = "randn" torch.randn in bf16 cast to the type (the records before 2026-11-29)."""
     dtype, out_dtype = TYPES[t]
     if DATA == "spmma":
-        a, b = random_2_4(bench_values((m, k), t)), bench_values((k, n), t)
+        a, b = random_2_4(bench_values((m, k), t)).to(dtype), bench_values((k, n), t).to(dtype)
     else:
         a = prune_2_4(torch.randn(m, k, device="cuda", dtype=torch.bfloat16))
         b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
