@@ -418,8 +418,12 @@ LaunchFloor measure_launch_floor() {
       // Through the plans' own launch (src/cuda/api/launch.cu, cuda::enqueue): a cluster of 2,
       // programmatic dependent launch, 200 KB of dynamic shared memory (one CTA per SM).
       constexpr unsigned kSmem = 200 * 1024;
-      const cuda::Launch l{cuda::function(reinterpret_cast<const void*>(empty_call), kSmem, "launch floor"),
-                           static_cast<unsigned>(sms / 2 * 2), 1, static_cast<unsigned>(f.threads), kSmem, 2, true};
+      const cuda::Launch l{.fn = cuda::function(reinterpret_cast<const void*>(empty_call), kSmem, "launch floor"),
+                           .grid_x = static_cast<unsigned>(sms / 2 * 2),
+                           .block = static_cast<unsigned>(f.threads),
+                           .smem = kSmem,
+                           .cluster = 2,
+                           .dependent = true};
       f.shaped_ms = timing_of(timer.times(5, f.reps, "launch floor (sm90-shaped)", [&](int) {
         cuda::enqueue(l, nullptr, s, "launch floor: the sm90 plans' launch");
       }));
