@@ -34,10 +34,11 @@ rm -f /tmp/hb_*.json
 bench_args=()
 [ -n "${CSLT_FILE:-}" ] && bench_args=(--cusparselt-json "$CSLT_FILE")  # measured earlier, carried
 if [ -n "${CSLT_TYPES:-}" ]; then
-  # The peer on the same shapes, first: PyTorch's bundled cuSPARSELt, best algorithm per shape.
+  # The peer on the same shapes, first: PyTorch's bundled cuSPARSELt, best algorithm per shape,
+  # in the L2 state(s) CSLT_L2 names (hot, cold or both; hot by default).
   t0=$(date +%s)
   PYTHONUNBUFFERED=1 timeout "${CSLT_LIMIT:-240}" python3 bench/cusparselt_torch.py --types "$CSLT_TYPES" --shapes "$SHAPES" \
-    --out "$out/cslt.json" > /tmp/cslt.log 2>&1
+    ${CSLT_L2:+--l2 "$CSLT_L2"} --out "$out/cslt.json" > /tmp/cslt.log 2>&1
   echo "cuSPARSELt ($CSLT_TYPES): exit $? after $(($(date +%s) - t0)) s" | tee -a "$out/summary.txt"
   tail -3 /tmp/cslt.log >> "$out/summary.txt"
   [ -s "$out/cslt.json" ] && bench_args=(--cusparselt-json "$out/cslt.json")
