@@ -19,6 +19,7 @@
 #include <string>
 #include <thread>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "spmma/detail/epilogue.hpp"
@@ -1753,9 +1754,10 @@ TEST_F(Robust, DecodeKernelMatchesTheCpu) {
 }
 
 // Every instantiation of the decode kernel, each on purpose: every pair of the pair table with
-// an sm90 form, both tile widths (N = 5: 8 wide; N = 13: 16 wide, in 2 parts of K: the kernels
-// built for split K), fp8 with its sums promoted and with fast accumulation, each C/D type in
-// turn; 53 metadata groups (27 stages: the pipeline's ring wraps).
+// an sm90 form, both tile widths (N = 5: 8 wide; N = 13: 16 wide), each whole and in 2 parts of
+// K (the kernels built for split K, which the plan takes for the 16- and 8-bit types), fp8 with
+// its sums promoted and with fast accumulation, each C/D type in turn; 53 metadata groups (27
+// stages: the pipeline's ring wraps).
 TEST_F(Robust, DecodeKernelEveryInstantiationMatchesTheCpu) {
   if (supported_types(*h_).empty()) GTEST_SKIP() << "no GPU";
   if (!sm90_runs()) GTEST_SKIP() << "the decode kernel is sm_90a machine code";
@@ -1765,23 +1767,24 @@ TEST_F(Robust, DecodeKernelEveryInstantiationMatchesTheCpu) {
     if (pair.a == T::s4 || pair.a == T::u4) continue;  // no sm90 form: the sm80 kernel's
     for (bool fast : {false, true}) {
       if (fast && !detail::gemm_promotes(pair.a)) continue;
-      for (int n : {5, 13}) {
+      for (const auto [n, splits] : {std::pair{5, 1}, std::pair{5, 2}, std::pair{13, 1}, std::pair{13, 2}}) {
         const auto outs = detail::gemm_outputs(pair.a);
         const T cd = outs[static_cast<size_t>(turn++) % outs.size()];
         SCOPED_TRACE(std::string(type_name(pair.a)) + " x " + std::string(type_name(pair.b)) + " -> " +
-                     std::string(type_name(cd)) + (fast ? " fast" : "") + " N " + std::to_string(n));
+                     std::string(type_name(cd)) + (fast ? " fast" : "") + " N " + std::to_string(n) + " splits " +
+                     std::to_string(splits));
         MatmulDesc d = desc_of(pair.a, pair.b, cd, 96, n, 53 * 2 * kstep(pair.a));
         d.fast_accumulation = fast;
-        d.cd_order = turn % 2 ? Order::col_major : Order::row_major;
+        d.cd_order = (turn + turn / 4) % 2 ? Order::col_major : Order::row_major;  // both, for each case, over the pairs
         RunOpts o;
         o.plan.kernel = KernelFamily::decode;
-        o.plan.splits = n == 13 ? 2 : 1;
+        o.plan.splits = splits;
         if (detail::gemm_promotes(pair.a)) o.acc_rel = kFp8MmaRel;
         Images im = make_images(d, rng, {});
         twin(d, im, o, *h_);
         const PlanInfo info = Plan(*h_, d, o.plan).info();
         EXPECT_EQ(info.kernel, KernelFamily::decode);
-        EXPECT_EQ(info.splits, n == 13 ? 2 : 1);
+        EXPECT_EQ(info.splits, splits);
         EXPECT_EQ(info.tile_n, n <= 8 ? 8 : 16);
         EXPECT_EQ(info.tile_m, 32);  // 3 tiles of 32 rows: the warps' math, fp8 too
       }
@@ -1970,21 +1973,30 @@ TEST_F(Robust, DecodeKernelIsChosenForSmallNOnEnoughRows) {
   EXPECT_EQ(info(4096, 16).splits, 2);  // 32 stages: 2 parts of 16 (heuristics.cu, kDecodeMinSplitStages)
   EXPECT_EQ(info(4096, 1).splits, 2);
   EXPECT_EQ(plan_info(*h_, T::bf16, 4096, 16, 3968).splits, 1);  // 31 stages: parts under 16
-  EXPECT_EQ(plan_info(*h_, T::s8, 4096, 16, 4096).splits, 1);     // the 16-bit types only
-  // A long K on a weight of at most one tile per SM: split K in 2 for the 16-bit types (K = 14336,
-  // 112 stages), the decode kernel then also at N > 8; with more tiles than SMs, 16-bit N > 8
-  // stays on the main kernel; s8 takes the decode kernel unsplit.
+  EXPECT_EQ(plan_info(*h_, T::s8, 4096, 16, 4096).splits, 1);     // 16 stages of K = 256: parts under 16
+  EXPECT_EQ(plan_info(*h_, T::e4m3, 4096, 8, 4096).splits, 1);
+  EXPECT_EQ(plan_info(*h_, T::tf32, 4096, 16, 4096).splits, 2);   // 64 stages of K = 64
+  // A long K on a weight of at most one tile per SM: split K in 2 on the warps' math (K = 14336:
+  // 112 stages of K = 128 for the 16-bit types, 56 of K = 256 for the 8-bit ones, 224 of K = 64
+  // for tf32), the decode kernel then also at N > 8 for the 16-bit types and tf32; with more
+  // tiles than SMs, 16-bit N > 8 stays on the main kernel and s8 takes the decode kernel unsplit.
   const auto long_k = [&](T a, int64_t m, int64_t n) { return plan_info(*h_, a, m, n, 14336); };
   EXPECT_EQ(long_k(T::bf16, 4096, 16).kernel, KernelFamily::decode);
   EXPECT_EQ(long_k(T::bf16, 4096, 16).splits, 2);
   EXPECT_EQ(long_k(T::bf16, 4096, 8).splits, 2);
   EXPECT_EQ(long_k(T::s8, 4096, 16).kernel, KernelFamily::decode);
-  EXPECT_EQ(long_k(T::s8, 4096, 16).splits, 1);
+  EXPECT_EQ(long_k(T::s8, 4096, 16).splits, 2);
+  EXPECT_EQ(long_k(T::tf32, 4096, 16).kernel, KernelFamily::decode);
+  EXPECT_EQ(long_k(T::tf32, 4096, 16).splits, 2);
+  EXPECT_EQ(long_k(T::s8, 4096, 1).splits, 2);
+  EXPECT_EQ(long_k(T::s8, 11008, 16).splits, 1);
   EXPECT_EQ(long_k(T::bf16, 11008, 8).kernel, KernelFamily::decode);
   EXPECT_EQ(long_k(T::bf16, 11008, 8).splits, 1);
   EXPECT_EQ(long_k(T::bf16, 11008, 16).kernel, KernelFamily::sm90);
   EXPECT_EQ(long_k(T::e4m3, 4096, 8).kernel, KernelFamily::decode);  // fp8: N <= 8 on any K
-  EXPECT_EQ(long_k(T::e4m3, 4096, 8).splits, 1);
+  EXPECT_EQ(long_k(T::e4m3, 4096, 8).splits, 2);  // the warps' math (64 tiles of 64 rows: under one per SM)
+  EXPECT_EQ(long_k(T::e4m3, 4096, 8).tile_m, 32);
+  EXPECT_EQ(long_k(T::e4m3, 11008, 8).splits, 1);  // the warpgroup's math: unsplit
   EXPECT_EQ(long_k(T::e4m3, 4096, 16).kernel, KernelFamily::sm90);  // fp8 at N = 16: K <= 4096
   // fp8: N <= 8 anywhere, N = 16 on weights of at most 2/3 of the SMs' worth of main-kernel tiles.
   EXPECT_EQ(plan_info(*h_, T::e4m3, 4096, 16, 4096).kernel, KernelFamily::decode);
