@@ -120,7 +120,7 @@ int decode_stages(int64_t ctas, int block_n, decode::Math m, int sm_count, int64
 // L2, 1.02-1.17x cold (the H100's 0.91-0.99x above was the decode kernel before its stage split
 // by metadata group). Not rerun on an H100. The 8-bit types since the H200 too (2026-11-29 14:36
 // UTC, 50a58c7's kernels, cold L2, column-major D, 2 rounds, 2 parts pinned against the plan in
-// one binary; docs/benchmarks.md "Split K for the 8-bit types in the decode kernel"): 4096 x {1,
+// one binary; docs/benchmarks.md "Split K for the 8-bit types and tf32 in the decode kernel"): 4096 x {1,
 // 8, 16} x 14336 (56 stages of K = 256) s8 1.12-1.25x, e4m3 at N = 1 and 8 1.06-1.09x (N = 16:
 // the main kernel's plan, which 2 parts only matched, 1.00x); 4096 x {1, 16} x 4096 (16
 // stages) 0.88-1.01x, as this threshold keeps it; 4 parts 0.36-1.18x. The warpgroup's math
