@@ -1755,7 +1755,7 @@ TEST_F(Robust, DecodeKernelMatchesTheCpu) {
 
 // Every instantiation of the decode kernel, each on purpose: every pair of the pair table with
 // an sm90 form, both tile widths (N = 5: 8 wide; N = 13: 16 wide), each whole and in 2 parts of
-// K (the kernels built for split K, which the plan takes for the 16- and 8-bit types), fp8 with
+// K (the kernels built for split K, which the plan takes on the warps' math of every type), fp8 with
 // its sums promoted and with fast accumulation, each C/D type in turn; 53 metadata groups (27
 // stages: the pipeline's ring wraps).
 TEST_F(Robust, DecodeKernelEveryInstantiationMatchesTheCpu) {

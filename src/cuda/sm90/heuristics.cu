@@ -107,30 +107,29 @@ int decode_stages(int64_t ctas, int block_n, decode::Math m, int sm_count, int64
   return s - s % decode::parts(m);  // whole rounds of the math warps (decode::valid_stages)
 }
 
-// The decode kernel's split K (decode.cuh: the parts of a tile are the CTAs of a cluster), on the
+// The decode kernel's split K (decode.cuh: the parts of a tile are the CTAs of a cluster), on its
 // warps' math (every type; fp8's warpgroup stays whole): as many parts as keep the CTAs at most
-// kDecodeSplitCtasPerSm per SM, each part at least kDecodeMinSplitStages stages long. Measured on the H100 (2026-11-27 09:19 UTC, cold L2,
-// splits pinned, one binary; docs/benchmarks.md "Split K and fp8 in the decode kernel"), N = 1,
-// 8, 16: 4096 x N x 14336 (128 tiles, 112 bf16 stages) in 2 parts ran 1.05-1.10x the speed of 1
-// (bf16), 0.98-1.00x (s8), 1.01-1.04x (e4m3); 4096 x N x 4096 (32 stages) 0.91-0.99x; 4 parts
-// (08:49) 0.38-1.13x, and 2 parts of the weights with more tiles than SMs 0.67-0.98x. Parts of
-// 16 stages, not 24, since the H200 (132 SMs as the H100's; 2026-11-29 07:59 UTC, 8f27ec7's decode
-// kernel, 3 rounds, bf16 and f16, both pinned in one binary; docs/benchmarks.md "The H200 at
-// 8f27ec7", item 3): 4096 x {1, 8, 16} x 4096 (32 stages) in 2 parts ran 1.11-1.23x the speed of 1 with a hot
-// L2, 1.02-1.17x cold (the H100's 0.91-0.99x above was the decode kernel before its stage split
-// by metadata group). Not rerun on an H100. The 8-bit types since the H200 too (2026-11-29 14:36
-// UTC, 50a58c7's kernels, cold L2, column-major D, 2 rounds, 2 parts pinned against the plan in
-// one binary; docs/benchmarks.md "Split K for the 8-bit types and tf32 in the decode kernel"): 4096 x {1,
-// 8, 16} x 14336 (56 stages of K = 256) s8 1.12-1.25x, e4m3 at N = 1 and 8 1.06-1.09x (N = 16:
-// the main kernel's plan, which 2 parts only matched, 1.00x); 4096 x {1, 16} x 4096 (16
-// stages) 0.88-1.01x, as this threshold keeps it; 4 parts 0.36-1.18x. The warpgroup's math
-// (11008 and 14336 rows, e4m3) in 2 parts 0.87-0.97x, and s8's warps there 0.61-0.70x: not
-// split (more tiles than SMs). The same plan kept since, against 1 part pinned (14:44 UTC, 2
-// rounds): s8 4096 x {1, 8, 16} x 14336 1.13-1.27x cold, 4096 x {1, 8, 16} x 8192 (32 stages)
-// 0.99-1.14x cold and 1.10-1.24x hot; e4m3 4096 x {1, 8} x 14336 1.07-1.09x, x 8192 1.01-1.04x.
-// And tf32 (the same call, 2 parts pinned against 1): 4096 x {1, 8, 16} x 4096 (64 stages of K
-// = 64) 1.23-1.39x, 4096 x {1, 16} x 14336 1.50-1.61x, the latter 1.35x the main kernel's plan
-// at N = 16.
+// kDecodeSplitCtasPerSm per SM, each part at least kDecodeMinSplitStages stages long.
+// - The H100 (2026-11-27 09:19 UTC, cold L2, splits pinned, one binary; docs/benchmarks.md "Split
+//   K and fp8 in the decode kernel"), N = 1, 8, 16: 4096 x N x 14336 (128 tiles, 112 bf16 stages)
+//   in 2 parts ran 1.05-1.10x the speed of 1 (bf16), 0.98-1.00x (s8), 1.01-1.04x (e4m3); 4096 x N
+//   x 4096 (32 stages) 0.91-0.99x; 4 parts (08:49) 0.38-1.13x, and 2 parts of the weights with
+//   more tiles than SMs 0.67-0.98x. Not rerun on an H100 since.
+// - Parts of 16 stages, not 24, since the H200 (132 SMs as the H100's; 2026-11-29 07:59 UTC,
+//   8f27ec7's decode kernel, 3 rounds, bf16 and f16, both pinned in one binary; "The H200 at
+//   8f27ec7", item 3): 4096 x {1, 8, 16} x 4096 (32 stages) in 2 parts ran 1.11-1.23x the speed of
+//   1 with a hot L2, 1.02-1.17x cold (the H100's 0.91-0.99x above was the kernel before its stage
+//   split by metadata group).
+// - Every type on the warps' math, not the 16-bit ones only, since the H200 too ("Split K for the
+//   8-bit types and tf32 in the decode kernel"; cold L2, column-major D, 2 rounds, pinned in one
+//   binary). 14:36 UTC, 2 parts against the plan of then: 4096 x {1, 8, 16} x 14336 (56 stages of
+//   K = 256) s8 1.12-1.25x, e4m3 at N = 1 and 8 1.06-1.09x (N = 16: the main kernel's plan, which
+//   2 parts only matched); 4096 x {1, 16} x 4096 (16 stages: whole by this rule) 0.88-1.01x; 4
+//   parts 0.36-1.18x; the weights with more tiles than SMs 0.61-0.97x. 14:44 UTC, the rule against
+//   1 part: s8 4096 x {1, 8, 16} x 14336 1.13-1.27x, x 8192 (32 stages) 0.99-1.14x cold and
+//   1.10-1.24x hot; e4m3 4096 x {1, 8} x 14336 1.07-1.09x, x 8192 1.01-1.04x; tf32 in 2 parts
+//   against 1, 4096 x {1, 8, 16} x 4096 (64 stages of K = 64) 1.23-1.39x, 4096 x {1, 16} x 14336
+//   1.50-1.61x (the latter 1.35x the main kernel, the plan of then at N = 16).
 constexpr int kDecodeSplitCtasPerSm = 2, kDecodeMinSplitStages = 16;
 
 // fp8's math in the decode kernel: the warpgroup's (wgmma.sp on 64-row tiles, no conversions) on
