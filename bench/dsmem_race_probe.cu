@@ -37,6 +37,7 @@
 #include <cstring>
 #include <vector>
 
+#include "cuda_check.hpp"
 #include "ptx/cluster.cuh"
 #include "ptx/mbarrier.cuh"
 
@@ -91,28 +92,23 @@ __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(kThreads) probe(int 
   spmma::ptx::cluster_sync();  // CTA 1 stays until CTA 0 has read its shared memory
 }
 
-bool ok(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return true;
-  std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-  return false;
-}
-
-}  // namespace
-
 // Words of `clusters` clusters read wrong by `launches` launches of mode m (launch numbers 0 ..
-// launches - 1; launch 0 sleeps nothing); -1 on a CUDA error.
+// launches - 1; launch 0 sleeps nothing).
 long long wrong_words(int m, int clusters, int launches, uint32_t* d) {
   std::vector<uint32_t> h(static_cast<size_t>(clusters) * kThreads);
   long long wrong = 0;
   for (int l = 0; l < launches; ++l) {
-    if (!ok(cudaMemset(d, 0xFF, h.size() * sizeof(uint32_t)), "cudaMemset")) return -1;
+    CK(cudaMemset(d, 0xFF, h.size() * sizeof(uint32_t)));
     probe<<<2 * clusters, kThreads>>>(m, static_cast<uint32_t>(l), d);
-    if (!ok(cudaMemcpy(h.data(), d, h.size() * sizeof(uint32_t), cudaMemcpyDeviceToHost), kNames[m])) return -1;
+    CK(cudaGetLastError());
+    CK(cudaMemcpy(h.data(), d, h.size() * sizeof(uint32_t), cudaMemcpyDeviceToHost));
     for (int c = 0; c < clusters; ++c)
       for (int i = 0; i < kThreads; ++i) wrong += h[static_cast<size_t>(c) * kThreads + i] != word(l, c, i);
   }
   return wrong;
 }
+
+}  // namespace
 
 int main(int argc, char** argv) {
   int first = kMbarrier, last = kNone;
@@ -127,11 +123,10 @@ int main(int argc, char** argv) {
   }
   constexpr int kClusters = 132, kLaunches = 2000;
   uint32_t* d = nullptr;
-  if (!ok(cudaMalloc(&d, kClusters * kThreads * sizeof(uint32_t)), "cudaMalloc")) return 1;
+  CK(cudaMalloc(&d, kClusters * kThreads * sizeof(uint32_t)));
   int bad = 0;
   for (int m = first; m <= last; ++m) {
     const long long once = wrong_words(m, 1, 1, d);
-    if (once < 0) return 1;
     std::printf("%s: %lld of %d words read as written%s\n", kNames[m], kThreads - once, kThreads,
                 m == kNone ? " (no synchronisation: any count is possible)" : "");
     if (m != kNone && once) bad = 1;
@@ -139,11 +134,10 @@ int main(int argc, char** argv) {
   if (argc == 1)
     for (int m = kMbarrier; m <= kNone; ++m) {
       const long long w = wrong_words(m, kClusters, kLaunches, d);
-      if (w < 0) return 1;
       std::printf("%s, %d launches of %d clusters: %lld of %lld words read wrong\n", kNames[m], kLaunches, kClusters, w,
                   static_cast<long long>(kLaunches) * kClusters * kThreads);
       if (m != kNone && w) bad = 1;
     }
-  cudaFree(d);
+  CK(cudaFree(d));
   return bad;
 }
