@@ -1502,6 +1502,52 @@ TEST_F(Robust, WideTilesAcrossAPersistentGridMatchTheCpu) {
   EXPECT_EQ(runs, 12);
 }
 
+// B narrower than the main kernel's tile, one CTA loading all of B's columns: its box has N rows
+// (sm90::b_box_rows), and the slot's rows past them keep what they held (stale, possibly
+// non-finite), feeding only D's columns past N. Every built width at N = 1 (one box row), 9 (a
+// swizzle atom and one row of the next, split K in 2 parts) and width - 7 (the last atom
+// part-filled, a persistent grid), both D layouts, batch 2 (B's second entry read by the same
+// box), for bf16, promoted and fast e4m3, s8 and tf32. A box short of N leaves D's last columns
+// stale; a stage's expected bytes that are not the box's hang the kernel.
+TEST_F(Robust, NarrowBInAWideTileMatchesTheCpu) {
+  if (supported_types(*h_).empty()) GTEST_SKIP() << "no GPU";
+  if (!sm90_runs()) GTEST_SKIP() << "the sm90 kernel does not run here (needs an sm_90 GPU and sm_90a machine code)";
+  std::mt19937_64 rng(seed() + 47);
+  int runs = 0;
+  struct Case {
+    T a, cd;
+    bool fast;
+  };
+  for (const Case& c : {Case{T::bf16, T::bf16, false}, Case{T::e4m3, T::bf16, false}, Case{T::e4m3, T::f16, true},
+                        Case{T::s8, T::s32, false}, Case{T::tf32, T::f32, false}}) {
+    const bool promoted = detail::gemm_promotes(c.a) && !c.fast;
+    for (int tile : {64, 128, 192, 256}) {
+      if (tile == 192 && !promoted) continue;  // 192 is built for promoted fp8 only
+      for (int n : {1, 9, tile - 7}) {
+        const int splits = n == 9 ? 2 : 1;
+        SCOPED_TRACE(std::string(type_name(c.a)) + " -> " + std::string(type_name(c.cd)) + (c.fast ? " fast" : "") +
+                     " tile " + std::to_string(tile) + " N " + std::to_string(n));
+        MatmulDesc d = desc_of(c.a, c.a, c.cd, 200, n, 16 * kstep(c.a));  // 8 stages: 2 parts of 4
+        d.fast_accumulation = c.fast;
+        d.batch = 2;
+        d.cd_order = n == 1 ? Order::row_major : Order::col_major;
+        RunOpts o;
+        o.plan.kernel = KernelFamily::sm90;
+        o.plan.tile_n = tile, o.plan.splits = splits;
+        o.plan.grid = n == tile - 7 ? GridKind::persistent : GridKind::automatic;
+        Images im = make_images(d, rng, {});
+        twin(d, im, o, *h_);
+        const PlanInfo info = Plan(*h_, d, o.plan).info();
+        EXPECT_EQ(info.tile_n, tile);
+        EXPECT_EQ(info.splits, splits);
+        EXPECT_EQ(info.cluster_m, 1);
+        ++runs;
+      }
+    }
+  }
+  EXPECT_EQ(runs, 48);
+}
+
 // The general epilogue's loop over a warp's 16 x 16 blocks (sm90/epilogue.cuh: the block picked
 // at run time from the accumulator registers, by a switch) at every tile width the kernel is
 // built with, each on purpose: every block of a whole tile (N = width + 40: one whole tile and one
@@ -1937,6 +1983,26 @@ TEST_F(Robust, DecodeKernelSplitKMatchesTheCpu) {
       EXPECT_EQ(info.kernel, KernelFamily::decode);
       EXPECT_EQ(info.splits, splits);
       Images im = make_images(d, rng, Specials{is_int(a) ? 0.0 : 0.02});
+      twin(d, im, o, *h_);
+    }
+}
+
+// The plan's own choice on a 4096-row weight at N = 9-15 (the 16-wide tile part-filled; K in 2
+// parts, 256 CTAs in clusters of 2), as `spmma bench` runs it: column-major D, B read in place.
+TEST_F(Robust, DecodeKernelPartFilledTileOnALargeWeightMatchesTheCpu) {
+  if (supported_types(*h_).empty()) GTEST_SKIP() << "no GPU";
+  if (!sm90_runs()) GTEST_SKIP() << "the decode kernel is sm_90a machine code";
+  std::mt19937_64 rng(seed() + 48);
+  for (auto [n, k] : {std::pair{9, 4096}, std::pair{13, 4096}, std::pair{12, 14336}, std::pair{16, 4096}})
+    for (auto [a, cd] : {std::pair{T::bf16, T::bf16}, std::pair{T::s8, T::s32}}) {
+      SCOPED_TRACE(std::string(type_name(a)) + " 4096x" + std::to_string(n) + "x" + std::to_string(k));
+      MatmulDesc d = desc_of(a, a, cd, 4096, n, k);
+      d.cd_order = Order::col_major;
+      RunOpts o;
+      const PlanInfo info = Plan(*h_, d, o.plan).info();
+      EXPECT_EQ(info.kernel, KernelFamily::decode);
+      EXPECT_EQ(info.splits, a == T::s8 && k == 4096 ? 1 : 2);  // s8's 16 stages stay whole
+      Images im = make_images(d, rng, {});
       twin(d, im, o, *h_);
     }
 }

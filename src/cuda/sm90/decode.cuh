@@ -382,7 +382,7 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<A, BlockN, M>)
       const int a_z = p.batch_a_bytes ? batch : 0;
       // This warp's boxes per stage: one of A, kGroups of B and of the metadata (one group's K
       // each), their coordinates (x advancing by a box's bytes per box along K) and their slots.
-      const Box box = op == 0 ? box_a(M) : op == 1 ? box_b(BlockN) : box_meta(p.meta_lanes, M);
+      const Box box = op == 0 ? box_a(M) : op == 1 ? box_b(b_box_rows(BlockN, 1, p.n)) : box_meta(p.meta_lanes, M);
       const int boxes = op == 0 ? 1 : kGroups, next = op == 1 ? Sm::kBBox : Sm::kMetaBox;
       const int y = op == 0 ? m0 : op == 1 ? n0 : m0 / 16, z = op == 1 ? batch : a_z;
       State st = State::producer_start(sm.stages);

@@ -57,7 +57,8 @@ static_assert(gemm::kRowPad % kBlockM == 0 && gemm::kRowPad % kWgBlockM == 0, "A
 constexpr int kSteps = kGroups * gemm::kMetaGroup;
 SPMMA_HD constexpr Box box_a(Math m) { return {kGroups * kARowBytes, block_m(m)}; }
 SPMMA_HD constexpr Box box_meta(int meta_lanes, Math m) { return sm90::box_meta(meta_lanes, block_m(m)); }
-// B's boxes are the main kernel's (sm90::box_b): BlockN columns x 128 B.
+// B's slots are the main kernel's boxes (sm90::box_b): BlockN columns x 128 B, of which the box
+// fills b_box_rows (N where N is narrower than the tile).
 static_assert(box_a(Math::warps).bytes == 128 && kBRowBytes == 128, "128-byte rows: the 128-byte swizzle");
 // Shared memory per stage: A, B's and the metadata's kGroups boxes (the largest metadata box),
 // each region 1024-byte aligned as a whole (the swizzle atoms), plus the stage's two barriers.

@@ -97,7 +97,8 @@ CUtensorMap encode_b(const gemm::Params& p, int block_n, int b_bits) {
   const int64_t k_bytes = static_cast<int64_t>(p.k) * b_bits / 8;
   const int64_t b_batch_stride = p.batch > 1 ? p.batch_b_bytes : (p.n * p.ldb_bytes + 15) / 16 * 16;
   // In a cluster, each CTA loads its share of the tile's columns (mainloop.cuh, produce).
-  return byte_map("B", p.b, k_bytes, p.n, p.ldb_bytes, p.batch, b_batch_stride, box_b(block_n / p.cluster_m));
+  return byte_map("B", p.b, k_bytes, p.n, p.ldb_bytes, p.batch, b_batch_stride,
+                  box_b(b_box_rows(block_n, p.cluster_m, p.n)));
 }
 
 std::vector<cuda::Launch> prepare(const Entry& e, const gemm::Params& p) {

@@ -82,11 +82,11 @@ __device__ __forceinline__ void produce(const Smem<BlockN>& sm, const CUtensorMa
                                         State& st) {
   const int a_z = p.batch_a_bytes ? w.batch : 0;
   const Box meta = box_meta(p.meta_lanes);
-  const uint32_t tx_bytes = box_a().size() + box_b(BlockN).size() + meta.size();
   // This CTA shares B with the cl CTAs of its part of K (cluster_rank_of, scheduler.cuh).
   const int cl = p.cluster_m, rank = w.m_rank;
   const uint16_t peers = static_cast<uint16_t>(((1u << cl) - 1) << cluster_rank_of(cl, 0, w.split));
-  const Box b_part = box_b(BlockN / cl);  // this CTA's share of B (the tensor map's box)
+  const Box b_part = box_b(b_box_rows(BlockN, cl, p.n));  // this CTA's share of B (the tensor map's box)
+  const uint32_t tx_bytes = box_a().size() + cl * b_part.size() + meta.size();
   for (int i = 0; i < w.stages; ++i, st.advance()) {
     const int s = w.stage_begin + i;
     ptx::mbar_wait(sm.empty(st.index), st.phase);

@@ -70,6 +70,16 @@ struct Box {
 };
 SPMMA_HD constexpr Box box_a() { return {kARowBytes, kBlockM}; }
 SPMMA_HD constexpr Box box_b(int block_n) { return {kBRowBytes, block_n}; }
+// B's box rows: this CTA's share of the tile's columns, or N where B is narrower than the tile
+// and one CTA loads all of it (the swizzle goes by shared-memory address, so N rows land where
+// the tile's first N rows would). The slot's rows past N keep what they held: they feed only D's
+// columns past N, which the epilogue never stores. A box running past N (its rows filled with
+// zeros by the copy engine) held the kernel back: cut to N, the H200 ran 14336 x {24, 32} x 4096
+// 1.08-1.24x and 14336 x {96, 192} x 4096 1.10-1.41x as fast (2026-11-29, cold L2, bf16, e4m3,
+// s8, tf32; docs/benchmarks.md "B's box cut to N").
+SPMMA_HD constexpr int b_box_rows(int block_n, int cluster, int64_t n) {
+  return cluster == 1 && n < block_n ? static_cast<int>(n) : block_n / cluster;
+}
 // One metadata group (kMetaGroup words per lane, P lanes) of each of a tile's 16-row blocks (this
 // kernel's kBlockM rows, or another kernel's `rows`).
 SPMMA_HD constexpr Box box_meta(int meta_lanes, int rows = kBlockM) {
