@@ -440,14 +440,15 @@ LaunchFloor measure_launch_floor() {
 
 // Rows of D (spmma's, in d1) against the CPU backend on the same A (the dense, pattern-holding
 // device buffer a, row-major), B (column-major) and epilogue (ed: null for the plain one): 8 rows
-// from the top, 8 from the bottom (every CTA row tile edge of a small M included). Integer D:
-// exact (the same sums and the same epilogue arithmetic); float D: within error_bound.
+// from the top, 8 from the bottom (every CTA row tile edge of a small M included), and `also`
+// where it is another row. Integer D: exact (the same sums and the same epilogue arithmetic);
+// float D: within error_bound.
 void verify_rows_on_cpu(Row& r, const MatmulDesc& d, const Buf& a, const Buf& b, const Buf& d1, const EpilogueData* ed,
-                        cudaStream_t stream) {
+                        cudaStream_t stream, int64_t also = -1) {
   check(cudaStreamSynchronize(stream), "verify: sync");
   std::vector<int64_t> rows;
   for (int64_t i = 0; i < r.m; ++i)
-    if (i < 8 || i >= r.m - 8) rows.push_back(i);
+    if (i < 8 || i >= r.m - 8 || i == also) rows.push_back(i);
   const int bits = memory_bits(d.a_type), cb = memory_bits(d.d_type) / 8;
   const size_t a_row = static_cast<size_t>(d.k * bits / 8), d_row = static_cast<size_t>(d.n * cb);
   std::vector<uint8_t> ha(rows.size() * a_row), hd(rows.size() * d_row), hb = b.download();
@@ -733,10 +734,27 @@ std::vector<Row> run_gpu(const Options& o) {
             const double bound = fast8 ? 0.25 : error_bound(cd, r.k);
             r.verified = ag.finite && ag.worst <= bound;
             if (fast8) r.note = "fast fp8 accumulation: checked to 25%";
-            if (!r.verified)
+            if (!r.verified && ag.finite && !fast8 && ag.worst_at >= 0) {
+              // cuBLAS's D is a reference, not the truth: at N = 9-15 on 4096-row bf16 weights
+              // (H200, 2026-11-29) its elements differed from spmma's by up to 14% where both
+              // of spmma's kernels, whole K and split, and the CPU backend agreed. The CPU backend
+              // settles it on the rows it samples and the worst element's row.
+              const int64_t wr = ag.worst_at / r.n, wc = ag.worst_at % r.n;
+              const std::string off = "cuBLAS's D differs from spmma's by " + std::to_string(ag.worst) + " at (" +
+                                      std::to_string(wr) + ", " + std::to_string(wc) + "), above the bound " +
+                                      std::to_string(bound);
+              verify_rows_on_cpu(r, d, a, b, d1, nullptr, stream, wr);
+              r.note = (r.note.empty() ? "" : r.note + "; ") + off +
+                       (r.verified ? "; spmma's agrees with the CPU backend there and on the " +
+                                         std::to_string(r.checked_rows) + " rows checked (worst " +
+                                         std::to_string(r.max_error) + "): cuBLAS's rounding"
+                                   : "; spmma's differs from the CPU backend too (worst " + std::to_string(r.max_error) +
+                                         " on " + std::to_string(r.checked_rows) + " rows)");
+            } else if (!r.verified) {
               r.note = (r.note.empty() ? "" : r.note + "; ") +
                        (ag.finite ? "worst element error " + std::to_string(ag.worst) + " above the bound " + std::to_string(bound)
                                : std::string("D holds a non-finite value"));
+            }
           }
         }
         if (custom) {

@@ -199,10 +199,12 @@ inline double error_bound(ElemType d, int64_t k) {
 }
 
 // How spmma's D (got(i)) agrees with a reference (want(i)) over `count` elements: the largest
-// |got - want| / (|want| + 1% of max |want|) and the relative L2 error, over the pairs where both
-// are finite; whether every got is finite, and whether got and want are finite at the same places.
+// |got - want| / (|want| + 1% of max |want|) and where (-1: nowhere), and the relative L2 error,
+// over the pairs where both are finite; whether every got is finite, and whether got and want are
+// finite at the same places.
 struct Agreement {
   double worst = 0, rel = 0;
+  int64_t worst_at = -1;
   bool finite = true, finite_alike = true;
 };
 template <class Got, class Want>
@@ -215,7 +217,8 @@ Agreement agreement(int64_t count, Got&& got, Want&& want) {
     a.finite &= std::isfinite(x);
     a.finite_alike &= std::isfinite(x) == std::isfinite(y);
     if (!std::isfinite(x) || !std::isfinite(y)) continue;
-    a.worst = std::max(a.worst, std::fabs(x - y) / (std::fabs(y) + 1e-2 * scale + 1e-30));
+    const double e = std::fabs(x - y) / (std::fabs(y) + 1e-2 * scale + 1e-30);
+    if (e > a.worst) a.worst = e, a.worst_at = i;
     num += (x - y) * (x - y), den += y * y;
   }
   a.rel = std::sqrt(num / (den + 1e-300));
