@@ -83,6 +83,11 @@ int64_t per_split(int64_t stages, int64_t want) { return ((stages + want - 1) / 
 //   N = 16 against this kernel, both pinned (2026-11-27 17:58 and 18:05 UTC, 2 rounds each):
 //   14336 x 16 x 4096 1.02-1.03x, 28672 x 16 x 8192 1.04-1.09x, 11008 x 16 x 4096 1.05x - hence
 //   N <= 16 there on any K.
+// These were measured against a main kernel whose B box ran past N. With the box cut to N
+// (tiles.hpp, b_box_rows), the H200 (2026-11-29 18:51 UTC, cold L2, 2 rounds; docs/benchmarks.md
+// "B's box cut to N") ran the main kernel 0.87-1.05x the decode kernel on the rows these rules
+// give the decode kernel (N = 8-64 on the five decode weights; geomeans bf16 0.96, e4m3 0.97, s8
+// 0.93, tf32 0.96): the rules stand.
 constexpr int kDecodeMaxN = 16, kDecodeMaxKWide = 8192, kFp8DecodeMaxN = 8, kFp8DecodeMaxK = 4096;
 // Past its widest tile, in N tiles of 16 that each stream all of A's tile: N <= 32 for the 16-bit
 // types and N <= 64 for the 8-bit integers, where the main kernel's 128-row tiles reach at most a
