@@ -1502,13 +1502,14 @@ TEST_F(Robust, WideTilesAcrossAPersistentGridMatchTheCpu) {
   EXPECT_EQ(runs, 12);
 }
 
-// B narrower than the main kernel's tile, one CTA loading all of B's columns: its box has N rows
-// (sm90::b_box_rows), and the slot's rows past them keep what they held (stale, possibly
-// non-finite), feeding only D's columns past N. Every built width at N = 1 (one box row), 9 (a
-// swizzle atom and one row of the next, split K in 2 parts) and width - 7 (the last atom
-// part-filled, a persistent grid), both D layouts, batch 2 (B's second entry read by the same
-// box), for bf16, promoted and fast e4m3, s8 and tf32. A box short of N leaves D's last columns
-// stale; a stage's expected bytes that are not the box's hang the kernel.
+// B narrower than the main kernel's tile, one CTA per N tile: its box has the tile's columns up
+// to N (sm90::b_box_rows; the last N tile's from B's tail map), and the slot's rows past them
+// keep what they held (stale, possibly non-finite), feeding only D's columns past N. Every built
+// width at N = 1 (one box row), 9 (a swizzle atom and one row of the next, split K in 2 parts),
+// width - 7 (the last atom part-filled, a persistent grid) and width + 9 (a whole tile, then the
+// tail map's 9 rows), both D layouts, batch 2 (B's second entry read by the same box), for bf16,
+// promoted and fast e4m3, s8 and tf32. A box short of N leaves D's last columns stale; a stage's
+// expected bytes that are not the box's hang the kernel.
 TEST_F(Robust, NarrowBInAWideTileMatchesTheCpu) {
   if (supported_types(*h_).empty()) GTEST_SKIP() << "no GPU";
   if (!sm90_runs()) GTEST_SKIP() << "the sm90 kernel does not run here (needs an sm_90 GPU and sm_90a machine code)";
@@ -1523,18 +1524,18 @@ TEST_F(Robust, NarrowBInAWideTileMatchesTheCpu) {
     const bool promoted = detail::gemm_promotes(c.a) && !c.fast;
     for (int tile : {64, 128, 192, 256}) {
       if (tile == 192 && !promoted) continue;  // 192 is built for promoted fp8 only
-      for (int n : {1, 9, tile - 7}) {
+      for (int n : {1, 9, tile - 7, tile + 9}) {
         const int splits = n == 9 ? 2 : 1;
         SCOPED_TRACE(std::string(type_name(c.a)) + " -> " + std::string(type_name(c.cd)) + (c.fast ? " fast" : "") +
                      " tile " + std::to_string(tile) + " N " + std::to_string(n));
         MatmulDesc d = desc_of(c.a, c.a, c.cd, 200, n, 16 * kstep(c.a));  // 8 stages: 2 parts of 4
         d.fast_accumulation = c.fast;
         d.batch = 2;
-        d.cd_order = n == 1 ? Order::row_major : Order::col_major;
+        d.cd_order = n == 1 || n == tile + 9 ? Order::row_major : Order::col_major;
         RunOpts o;
         o.plan.kernel = KernelFamily::sm90;
         o.plan.tile_n = tile, o.plan.splits = splits;
-        o.plan.grid = n == tile - 7 ? GridKind::persistent : GridKind::automatic;
+        o.plan.grid = n == tile - 7 || n == tile + 9 ? GridKind::persistent : GridKind::automatic;
         Images im = make_images(d, rng, {});
         twin(d, im, o, *h_);
         const PlanInfo info = Plan(*h_, d, o.plan).info();
@@ -1545,7 +1546,7 @@ TEST_F(Robust, NarrowBInAWideTileMatchesTheCpu) {
       }
     }
   }
-  EXPECT_EQ(runs, 48);
+  EXPECT_EQ(runs, 64);
 }
 
 // The general epilogue's loop over a warp's 16 x 16 blocks (sm90/epilogue.cuh: the block picked
