@@ -1502,12 +1502,12 @@ TEST_F(Robust, WideTilesAcrossAPersistentGridMatchTheCpu) {
   EXPECT_EQ(runs, 12);
 }
 
-// B narrower than the main kernel's tile, one CTA loading all of B's columns: its box has N rows
-// (sm90::b_box_rows), and the slot's rows past them keep what they held (stale, possibly
-// non-finite), feeding only D's columns past N. Every built width at N = 1 (one box row), 9 (a
-// swizzle atom and one row of the next, split K in 2 parts), width - 7 (the last atom
-// part-filled, a persistent grid) and width + 9 (a whole tile, then a tile whose box runs past N,
-// zero-filled), both D layouts, batch 2 (B's second entry read by the same box), for bf16,
+// B narrower than the main kernel's tile, one CTA per N tile: its box has the tile's columns up
+// to N (sm90::b_box_rows; the last N tile's from B's tail map), and the slot's rows past them
+// keep what they held (stale, possibly non-finite), feeding only D's columns past N. Every built
+// width at N = 1 (one box row), 9 (a swizzle atom and one row of the next, split K in 2 parts),
+// width - 7 (the last atom part-filled, a persistent grid) and width + 9 (a whole tile, then the
+// tail map's 9 rows), both D layouts, batch 2 (B's second entry read by the same box), for bf16,
 // promoted and fast e4m3, s8 and tf32. A box short of N leaves D's last columns stale; a stage's
 // expected bytes that are not the box's hang the kernel.
 TEST_F(Robust, NarrowBInAWideTileMatchesTheCpu) {

@@ -75,10 +75,10 @@ struct GpuKernel final : Kernel {
   std::string b_why;                     // why B is repacked
   int b_bits = 16;
 
-  // B's tensor map of the last run, reused while B's pointer stays the same.
+  // B's tensor maps of the last run, reused while B's pointer stays the same.
   mutable std::mutex b_mutex;
-  mutable std::optional<std::pair<const void*, CUtensorMap>> b_map;
-  CUtensorMap b_map_for(const gemm::Params& p) const {
+  mutable std::optional<std::pair<const void*, sm90::BMaps>> b_map;
+  sm90::BMaps b_map_for(const gemm::Params& p) const {
     std::lock_guard<std::mutex> lock(b_mutex);
     if (!b_map || b_map->first != p.b) b_map.emplace(p.b, sm90::encode_b(p, cfg.block_n, b_bits));
     return b_map->second;

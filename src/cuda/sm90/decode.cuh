@@ -333,7 +333,8 @@ constexpr int kMinCtasPerSm = M == Math::warps && has_warpgroup_math(A) && Block
 template <ElemType A, ElemType B, int BlockN, Math M, bool Split>
 __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<A, BlockN, M>)
     decode_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b,
-                  const __grid_constant__ CUtensorMap tm_meta, const __grid_constant__ gemm::Params p) {
+                  const __grid_constant__ CUtensorMap tm_b_tail, const __grid_constant__ CUtensorMap tm_meta,
+                  const __grid_constant__ gemm::Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Acc = typename sm80::Form<A, B>::Acc;  // the sm90 form's too: f32, or s32
   using State = gemm::RuntimePipelineState;
@@ -375,14 +376,17 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<A, BlockN, M>)
     // 0.86-0.97x as fast at 4096 x N x 4096 on the H100, 2026-11-27 09:13.)
     if (lane == 0) {
       const int op = load_warp;  // the operand: 0 A, 1 B, 2 metadata
-      const CUtensorMap* map = op == 0 ? &tm_a : op == 1 ? &tm_b : &tm_meta;
+      // B's box: the tile's columns up to N, from the tail map on B's last N tile (tiles.hpp).
+      const int b_rows = b_box_rows(BlockN, 1, p.n, n0);
+      const CUtensorMap* b_map = b_tail(BlockN, 1, p.n, n0) ? &tm_b_tail : &tm_b;
+      const CUtensorMap* map = op == 0 ? &tm_a : op == 1 ? b_map : &tm_meta;
       ptx::tma_prefetch_map(map);
       ptx::wait_prior_grids();  // the kernel before may have written A's or B's memory
       ptx::allow_next_grid();
       const int a_z = p.batch_a_bytes ? batch : 0;
       // This warp's boxes per stage: one of A, kGroups of B and of the metadata (one group's K
       // each), their coordinates (x advancing by a box's bytes per box along K) and their slots.
-      const Box box = op == 0 ? box_a(M) : op == 1 ? box_b(b_box_rows(BlockN, 1, p.n)) : box_meta(p.meta_lanes, M);
+      const Box box = op == 0 ? box_a(M) : op == 1 ? box_b(b_rows) : box_meta(p.meta_lanes, M);
       const int boxes = op == 0 ? 1 : kGroups, next = op == 1 ? Sm::kBBox : Sm::kMetaBox;
       const int y = op == 0 ? m0 : op == 1 ? n0 : m0 / 16, z = op == 1 ? batch : a_z;
       State st = State::producer_start(sm.stages);

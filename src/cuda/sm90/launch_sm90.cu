@@ -93,24 +93,31 @@ AMaps encode_a(const gemm::Params& p, Box a_box) {
   return maps;
 }
 
-CUtensorMap encode_b(const gemm::Params& p, int block_n, int b_bits) {
+BMaps encode_b(const gemm::Params& p, int block_n, int b_bits) {
   const int64_t k_bytes = static_cast<int64_t>(p.k) * b_bits / 8;
   const int64_t b_batch_stride = p.batch > 1 ? p.batch_b_bytes : (p.n * p.ldb_bytes + 15) / 16 * 16;
   // In a cluster, each CTA loads its share of the tile's columns (mainloop.cuh, produce).
-  return byte_map("B", p.b, k_bytes, p.n, p.ldb_bytes, p.batch, b_batch_stride,
-                  box_b(b_box_rows(block_n, p.cluster_m, p.n)));
+  const auto map = [&](int rows) {
+    return byte_map("B", p.b, k_bytes, p.n, p.ldb_bytes, p.batch, b_batch_stride, box_b(rows));
+  };
+  const int first = b_box_rows(block_n, p.cluster_m, p.n);
+  const int last = b_box_rows(block_n, p.cluster_m, p.n, b_last_tile(block_n, p.n));
+  BMaps m;
+  m.b = map(first);
+  m.tail = last == first ? m.b : map(last);
+  return m;
 }
 
 std::vector<cuda::Launch> prepare(const Entry& e, const gemm::Params& p) {
   return cuda::grids(p, gemm::kMaxGridBatch, e.prepare);
 }
 
-void launch(std::span<const cuda::Launch> grids, const AMaps& a, const CUtensorMap& b, const gemm::Params& p,
+void launch(std::span<const cuda::Launch> grids, const AMaps& a, const BMaps& b, const gemm::Params& p,
             cudaStream_t s, const char* what) {
-  const Maps maps{a.a, b, a.meta};
+  const Maps maps{a.a, b.b, b.tail, a.meta};
   gemm::Params q = p;
   void* args[] = {const_cast<CUtensorMap*>(&maps.a), const_cast<CUtensorMap*>(&maps.b),
-                  const_cast<CUtensorMap*>(&maps.meta), &q};
+                  const_cast<CUtensorMap*>(&maps.b_tail), const_cast<CUtensorMap*>(&maps.meta), &q};
   for (const cuda::Launch& g : grids) {
     q.batch0 = g.batch0;
     cuda::enqueue(g, args, s, what);

@@ -16,9 +16,15 @@
 
 namespace spmma::sm90 {
 
-// The TMA tensor maps of one launch: A's values, B, A's fragment-ready metadata.
+// B's tensor maps: boxes of the first N tile's rows, and of the last's (b_box_rows: the same map
+// unless N is past the tile and not a multiple of it, one CTA per N tile).
+struct BMaps {
+  CUtensorMap b, tail;
+};
+// The TMA tensor maps of one launch, in the kernels' order: A's values, B, B's last N tile, A's
+// fragment-ready metadata.
 struct Maps {
-  CUtensorMap a, b, meta;
+  CUtensorMap a, b, b_tail, meta;
 };
 
 // The grid of one instantiation for batch entries p.batch0 .. (prepare_tile).
@@ -71,15 +77,15 @@ struct AMaps {
   CUtensorMap a, meta;
 };
 AMaps encode_a(const gemm::Params& p, Box a_box);
-CUtensorMap encode_b(const gemm::Params& p, int block_n, int b_bits);
+BMaps encode_b(const gemm::Params& p, int block_n, int b_bits);
 
 // The grids of e for every batch entry of p (one per 65535 entries; split K inside each grid's
 // clusters, split_k.cuh), at plan time.
 std::vector<cuda::Launch> prepare(const Entry& e, const gemm::Params& p);
 
-// Enqueues a plan's grids (of this kernel or the decode kernel: both take the three maps and
+// Enqueues a plan's grids (of this kernel or the decode kernel: both take the four maps and
 // the parameters) on stream s, each with its first batch entry in p.batch0.
-void launch(std::span<const cuda::Launch> grids, const AMaps& a, const CUtensorMap& b, const gemm::Params& p,
+void launch(std::span<const cuda::Launch> grids, const AMaps& a, const BMaps& b, const gemm::Params& p,
             cudaStream_t s, const char* what);
 
 }  // namespace spmma::sm90

@@ -78,14 +78,16 @@ struct Smem {
 // stages load while the math warpgroups finish the last tile and store it.
 template <int BlockN, class State>
 __device__ __forceinline__ void produce(const Smem<BlockN>& sm, const CUtensorMap& tm_a, const CUtensorMap& tm_b,
-                                        const CUtensorMap& tm_meta, const WorkTile& w, const gemm::Params& p,
-                                        State& st) {
+                                        const CUtensorMap& tm_b_tail, const CUtensorMap& tm_meta, const WorkTile& w,
+                                        const gemm::Params& p, State& st) {
   const int a_z = p.batch_a_bytes ? w.batch : 0;
   const Box meta = box_meta(p.meta_lanes);
   // This CTA shares B with the cl CTAs of its part of K (cluster_rank_of, scheduler.cuh).
   const int cl = p.cluster_m, rank = w.m_rank;
   const uint16_t peers = static_cast<uint16_t>(((1u << cl) - 1) << cluster_rank_of(cl, 0, w.split));
-  const Box b_part = box_b(b_box_rows(BlockN, cl, p.n));  // this CTA's share of B (the tensor map's box)
+  // This CTA's share of B: the tensor map's box, the tail map's on B's last N tile (tiles.hpp).
+  const Box b_part = box_b(b_box_rows(BlockN, cl, p.n, w.n0));
+  const CUtensorMap* mb = b_tail(BlockN, cl, p.n, w.n0) ? &tm_b_tail : &tm_b;
   const uint32_t tx_bytes = box_a().size() + cl * b_part.size() + meta.size();
   for (int i = 0; i < w.stages; ++i, st.advance()) {
     const int s = w.stage_begin + i;
@@ -94,9 +96,9 @@ __device__ __forceinline__ void produce(const Smem<BlockN>& sm, const CUtensorMa
     ptx::mbar_arrive_expect_tx(sm.full(st.index), tx_bytes);
     ptx::tma_load_3d(sm.a(st.index), &tm_a, sm.full(st.index), s * box_a().bytes, w.m0, a_z);
     if (cl == 1)
-      ptx::tma_load_3d(sm.b(st.index), &tm_b, sm.full(st.index), s * b_part.bytes, w.n0, w.batch);
+      ptx::tma_load_3d(sm.b(st.index), mb, sm.full(st.index), s * b_part.bytes, w.n0, w.batch);
     else
-      ptx::tma_load_3d_multicast(sm.b(st.index) + rank * b_part.size(), &tm_b, sm.full(st.index), s * b_part.bytes,
+      ptx::tma_load_3d_multicast(sm.b(st.index) + rank * b_part.size(), mb, sm.full(st.index), s * b_part.bytes,
                                  w.n0 + rank * b_part.rows, w.batch, peers);
     ptx::tma_load_3d(sm.meta(st.index), &tm_meta, sm.full(st.index), s * meta.bytes, w.m0 / 16, a_z);
   }

@@ -41,7 +41,8 @@ namespace spmma::sm90 {
 template <ElemType A, ElemType B, int BlockN, bool Promote>
 __global__ void __launch_bounds__(kThreads, 1)
     spgemm_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b,
-                  const __grid_constant__ CUtensorMap tm_meta, const __grid_constant__ gemm::Params p) {
+                  const __grid_constant__ CUtensorMap tm_b_tail, const __grid_constant__ CUtensorMap tm_meta,
+                  const __grid_constant__ gemm::Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using F = Form<A, B>;
   using State = gemm::PipelineState<Smem<BlockN>::kStages>;
@@ -65,7 +66,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (wg == 0) {
     ptx::setmaxnreg_dec<reg_split(BlockN, Promote).producer>();
     if (warp_idx == 0) {  // the producer warp: its loop together, each stage's copies by one lane (produce)
-      if (ptx::elect_one()) ptx::tma_prefetch_map(&tm_a), ptx::tma_prefetch_map(&tm_b), ptx::tma_prefetch_map(&tm_meta);
+      if (ptx::elect_one())
+        ptx::tma_prefetch_map(&tm_a), ptx::tma_prefetch_map(&tm_b), ptx::tma_prefetch_map(&tm_b_tail),
+            ptx::tma_prefetch_map(&tm_meta);
       // Everything above overlaps the kernel before (launched with programmatic stream
       // serialization, launch_tile.cuh); the loads wait for it. The next kernel may be scheduled
       // from here on: it waits for this one the same way before it reads what this one writes.
@@ -74,7 +77,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       ptx::wait_prior_grids();
       ptx::allow_next_grid();
       State st = State::producer_start();
-      while (tiles.next(w)) produce<BlockN>(sm, tm_a, tm_b, tm_meta, w, p, st);
+      while (tiles.next(w)) produce<BlockN>(sm, tm_a, tm_b, tm_b_tail, tm_meta, w, p, st);
     }
   } else {
     ptx::setmaxnreg_inc<reg_split(BlockN, Promote).consumer>();
