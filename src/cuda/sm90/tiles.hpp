@@ -70,6 +70,12 @@ struct Box {
 };
 SPMMA_HD constexpr Box box_a() { return {kARowBytes, kBlockM}; }
 SPMMA_HD constexpr Box box_b(int block_n) { return {kBRowBytes, block_n}; }
+// Whether the N tile at n0 loads B through the tail map (BMaps): one CTA alone, and the tile cut
+// short by N (the first tile too where B is narrower than the tile: both maps' boxes are then N
+// rows). A plain comparison on the 32-bit sizes: the promoted fp8 192-wide kernels have no spare
+// uniform register for more (an earlier form on 64-bit sizes spilled two of them to local memory,
+// tests/sass).
+SPMMA_HD constexpr bool b_tail(int block_n, int cluster, int n, int n0) { return cluster == 1 && n0 + block_n > n; }
 // B's box rows for the N tile at n0: in a cluster, this CTA's share of the tile's columns; alone,
 // the tile's columns up to N (the swizzle goes by shared-memory address, so the rows land where
 // the tile's first rows would). The slot's rows past N keep what they held: they feed only D's
@@ -77,13 +83,8 @@ SPMMA_HD constexpr Box box_b(int block_n) { return {kBRowBytes, block_n}; }
 // zeros by the copy engine) held the kernel back: cut to N, the H200 ran 14336 x {24, 32} x 4096
 // 1.08-1.24x and 14336 x {96, 192} x 4096 1.10-1.41x as fast (2026-11-29, cold L2, bf16, e4m3,
 // s8, tf32; docs/benchmarks.md "B's box cut to N"). A tensor map has one box: the first N tile's
-// rows (b_box_rows(block_n, cluster, n)) in B's map, the last's in its tail map (BMaps), which ran
+// rows (b_box_rows(block_n, cluster, n)) in B's map, the last's in its tail map, which ran
 // 8192 x 320 x 8192 1.63-1.65x and 4096 x {80, 96} x 4096 1.04-1.18x as fast (bf16, e4m3).
-// Whether the N tile at n0 loads B through the tail map: one CTA alone, and the tile cut short by
-// N (in the first tile that is the main map's box too). A plain comparison on the 32-bit sizes:
-// the promoted fp8 192-wide kernels kept no spare uniform register for more (an earlier form on
-// 64-bit sizes spilled two of them to local memory, tests/sass).
-SPMMA_HD constexpr bool b_tail(int block_n, int cluster, int n, int n0) { return cluster == 1 && n0 + block_n > n; }
 SPMMA_HD constexpr int b_box_rows(int block_n, int cluster, int n, int n0 = 0) {
   return b_tail(block_n, cluster, n, n0) ? n - n0 : block_n / cluster;
 }
