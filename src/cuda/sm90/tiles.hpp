@@ -90,6 +90,15 @@ SPMMA_HD constexpr int b_box_rows(int block_n, int cluster, int n, int n0 = 0) {
 }
 // The first column of B's last N tile.
 SPMMA_HD constexpr int b_last_tile(int block_n, int n) { return (n - 1) / block_n * block_n; }
+// The rule on cases the GPU tests run (Robust.NarrowBInAWideTileMatchesTheCpu): B narrower than
+// the tile, a whole first tile and a cut last one, whole tiles, and clusters of 2 (halves, as before).
+static_assert(b_box_rows(64, 1, 9) == 9 && b_tail(64, 1, 9, 0), "one tile, narrower than it: N rows");
+static_assert(b_box_rows(64, 1, 73) == 64 && b_last_tile(64, 73) == 64 && b_box_rows(64, 1, 73, 64) == 9 &&
+                  b_tail(64, 1, 73, 64) && !b_tail(64, 1, 73, 0),
+              "N = width + 9: the first tile whole from B's map, the last's 9 rows from the tail map");
+static_assert(!b_tail(128, 1, 256, b_last_tile(128, 256)) && b_box_rows(128, 1, 256, 128) == 128,
+              "whole tiles: the one map");
+static_assert(!b_tail(128, 2, 300, 256) && b_box_rows(128, 2, 300, 256) == 64, "clusters of 2: each CTA's half");
 // One metadata group (kMetaGroup words per lane, P lanes) of each of a tile's 16-row blocks (this
 // kernel's kBlockM rows, or another kernel's `rows`).
 SPMMA_HD constexpr Box box_meta(int meta_lanes, int rows = kBlockM) {
