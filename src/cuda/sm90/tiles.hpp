@@ -72,9 +72,9 @@ SPMMA_HD constexpr Box box_a() { return {kARowBytes, kBlockM}; }
 SPMMA_HD constexpr Box box_b(int block_n) { return {kBRowBytes, block_n}; }
 // Whether the N tile at n0 loads B through the tail map (BMaps): one CTA alone, and the tile cut
 // short by N (the first tile too where B is narrower than the tile: both maps' boxes are then N
-// rows). A plain comparison on the 32-bit sizes: the promoted fp8 192-wide kernels have no spare
-// uniform register for more (an earlier form on 64-bit sizes spilled two of them to local memory,
-// tests/sass).
+// rows). One comparison on the 32-bit sizes: the promoted fp8 192-wide kernels have no spare
+// uniform register (the earlier choice, two b_box_rows results compared on 64-bit sizes, spilled
+// two of them to local memory, tests/sass; which difference mattered was not separated).
 SPMMA_HD constexpr bool b_tail(int block_n, int cluster, int n, int n0) { return cluster == 1 && n0 + block_n > n; }
 // B's box rows for the N tile at n0: in a cluster, this CTA's share of the tile's columns; alone,
 // the tile's columns up to N (the swizzle goes by shared-memory address, so the rows land where
