@@ -283,6 +283,22 @@ __device__ __forceinline__ void store_plain(const Params& p, int64_t idx, const 
   }
 }
 
+// The plain epilogue of one element (row, col) of batch entry `batch` (p.plain), from its raw
+// accumulator word: the same bits as epilogue_store there (plain_value).
+template <class Acc>
+__device__ __forceinline__ void store_plain_one(const Params& p, int batch, int row, int col, uint32_t raw) {
+  const int64_t idx = batch * p.batch_d + (p.cd_col_major ? static_cast<int64_t>(col) * p.ldd + row
+                                                          : static_cast<int64_t>(row) * p.ldd + col);
+  const bool relu = p.activation == detail::kActRelu;
+  if constexpr (std::is_same_v<Acc, float>) {
+    store_d<float>(p.d_type, p.d, idx, plain_value(__uint_as_float(raw), relu));
+  } else {
+    const int32_t v = plain_value(static_cast<int32_t>(raw), relu);
+    if (p.d_type == CdType::s32) static_cast<int32_t*>(p.d)[idx] = v;
+    else static_cast<int8_t*>(p.d)[idx] = static_cast<int8_t>(min(max(v, -128), 127));
+  }
+}
+
 // The general epilogue (any alpha, beta·C, bias, scale vectors, activation) of a run of N
 // elements that follow each other along D's contiguous dimension from (row, col): columns col ..
 // col+N-1 of row for row-major D, rows row .. row+N-1 of col for column-major D (ColMajor). Each

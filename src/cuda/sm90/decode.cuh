@@ -424,14 +424,13 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<A, BlockN, M>)
   const uint32_t* part_sums[kMaxSplits];
 #pragma unroll
   for (int j = 0; j < kMaxSplits; ++j) part_sums[j] = j == 0 ? sm.sums() : j < splits ? ptx::in_cta(sm.sums(), j) : nullptr;
-  ptx::wait_prior_grids();  // the kernel before may read C or D
   const bool cm = p.cd_col_major;
-#pragma unroll 1
-  for (int x = math_thread; x < kRows * BlockN; x += kMathThreads) {
-    const int r = cm ? x % kRows : x / BlockN, c = cm ? x / kRows : x % BlockN;
-    const int row = m0 + r, col = n0 + c;
-    if (row >= p.m || col >= p.n) continue;
-    // The element's place in the m16n8 fragments: row group, lane, word.
+  // Element x of the tile (x along D's contiguous dimension): its row and column in the tile, and
+  // its sum over the math warps and the parts, in their order. The element's place in the m16n8
+  // fragments: row group, lane, word.
+  const auto place = [&](int x) { return cm ? int2{x % kRows, x / kRows} : int2{x / BlockN, x % BlockN}; };
+  const auto sum_of = [&](int2 rc) {
+    const int r = rc.x, c = rc.y;
     const int at_lane = (r % 8) * 4 + (c % 8) / 2, word = (c / 8) * 4 + ((r % 16) / 8) * 2 + c % 2;
     Acc v = 0;
 #pragma unroll
@@ -444,7 +443,36 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<A, BlockN, M>)
         else v += u;
       }
     }
-    gemm::epilogue_store<Acc>(p, batch, row, col, reinterpret_cast<const uint32_t&>(v));
+    return v;
+  };
+  if (p.plain) {
+    // The plain epilogue: every element's sums read first, then the stores, so that the loads of
+    // all kPer elements are in flight together (one element after the other, each element's
+    // loads, then its epilogue, took 0.32 us per element after the first on the H200,
+    // docs/benchmarks.md "The decode kernel's copies, its CTAs' phases, its epilogue").
+    constexpr int kPer = kRows * BlockN / kMathThreads;
+    static_assert(kRows * BlockN % kMathThreads == 0, "the tile's elements are whole rounds of the math threads");
+    Acc v[kPer];
+#pragma unroll
+    for (int e = 0; e < kPer; ++e) v[e] = sum_of(place(math_thread + e * kMathThreads));
+    ptx::wait_prior_grids();  // the kernel before may read D
+#pragma unroll
+    for (int e = 0; e < kPer; ++e) {
+      const int2 rc = place(math_thread + e * kMathThreads);
+      const int row = m0 + rc.x, col = n0 + rc.y;
+      if (row < p.m && col < p.n)
+        gemm::store_plain_one<Acc>(p, batch, row, col, reinterpret_cast<const uint32_t&>(v[e]));
+    }
+  } else {
+    ptx::wait_prior_grids();  // the kernel before may read C or D
+#pragma unroll 1
+    for (int x = math_thread; x < kRows * BlockN; x += kMathThreads) {
+      const int2 rc = place(x);
+      const int row = m0 + rc.x, col = n0 + rc.y;
+      if (row >= p.m || col >= p.n) continue;
+      const Acc v = sum_of(rc);
+      gemm::epilogue_store<Acc>(p, batch, row, col, reinterpret_cast<const uint32_t&>(v));
+    }
   }
   if (splits > 1) {
     // Every math thread has read the parts' sums (its loads returned: their values are in D's
