@@ -215,6 +215,7 @@ CHECKED = (
     ("docs/benchmarks.md", "--decode", decode, ("docs/data/bench-h100-decode.json",)),
     ("docs/benchmarks.md", "--sequence", sequence, ("docs/data/bench-h100-decode.json",)),
     ("docs/benchmarks.md", "--standing", standing, ("docs/data/bench-h200-standing.json",)),
+    ("docs/benchmarks.md", "--standing", standing, ("docs/data/bench-h100-table-b232b81.json",)),
     ("docs/benchmarks.md", "--decode", decode, ("docs/data/bench-h200-decode-9cfce2e.json",)),
     ("docs/python.md", "--mlp", mlp, ("docs/data/torch-mlp-h100.json", "docs/data/torch-mlp-h100-c75ee41.json", "c75ee41")),
 )
