@@ -1764,7 +1764,9 @@ TEST_F(Robust, CallerOwnedBuffersMatchTheCpu) {
 // of 51-53 (more stages than the pipeline holds, so that its ring wraps), both D layouts, D's
 // leading dimension padded, batches with one A per entry or a shared one, C of another type,
 // bias, activations, alpha and beta·C, NaN/±Inf/-0.0 in A, B, C and the bias, B row-major
-// (transposed into the workspace) or column-major read in place.
+// (transposed into the workspace) or column-major read in place. The third case of each pair is
+// the plain epilogue on purpose (alpha 1, no C, no bias, ReLU or nothing: the path that reads
+// every element's sums before it stores any, decode.cuh), the other two draw the general one.
 TEST_F(Robust, DecodeKernelMatchesTheCpu) {
   if (supported_types(*h_).empty()) GTEST_SKIP() << "no GPU";
   if (!sm90_runs()) GTEST_SKIP() << "the decode kernel is sm_90a machine code";
@@ -1792,6 +1794,10 @@ TEST_F(Robust, DecodeKernelMatchesTheCpu) {
       o.plan.kernel = KernelFamily::decode;
       o.alpha = rep == 1 ? 0.75f : 1.f;
       o.beta = rng() % 2 ? 0.5f : 0.f;
+      if (rep == 2) {  // the plain epilogue
+        o.beta = 0.f, d.bias = false;
+        d.activation = turn % 2 ? Activation::relu : Activation::none;
+      }
       if (detail::gemm_promotes(tc.a)) o.acc_rel = kFp8MmaRel;
       Images im = make_images(d, rng, Specials{is_int(tc.a) ? 0.0 : 0.02});
       twin(d, im, o, *h_);
