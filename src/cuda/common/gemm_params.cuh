@@ -147,13 +147,22 @@ __device__ __forceinline__ bool epilogue_in_double(const Params& p) {
   return detail::epilogue_in_double(p.c_type == CdType::s32, p.d_type == CdType::s32);
 }
 
+// The index of element (row, col) of batch entry `batch` in C (ld = p.ldc, batch_stride =
+// p.batch_c) or D (p.ldd, p.batch_d), in their one layout (p.cd_col_major).
+__device__ __forceinline__ int64_t cd_index(const Params& p, int64_t ld, int64_t batch_stride, int batch, int row,
+                                            int col) {
+  return batch * batch_stride + (p.cd_col_major ? static_cast<int64_t>(col) * ld + row
+                                                : static_cast<int64_t>(row) * ld + col);
+}
+__device__ __forceinline__ int64_t d_index(const Params& p, int batch, int row, int col) {
+  return cd_index(p, p.ldd, p.batch_d, batch, row, col);
+}
+
 // One output element (row, col) of batch entry `batch` from its accumulator value.
 template <class Real>
 __device__ __forceinline__ void epilogue_store_in(const Params& p, int batch, int row, int col, Real acc) {
-  const int64_t cidx = batch * p.batch_c + (p.cd_col_major ? static_cast<int64_t>(col) * p.ldc + row
-                                                           : static_cast<int64_t>(row) * p.ldc + col);
-  const int64_t didx = batch * p.batch_d + (p.cd_col_major ? static_cast<int64_t>(col) * p.ldd + row
-                                                           : static_cast<int64_t>(row) * p.ldd + col);
+  const int64_t cidx = cd_index(p, p.ldc, p.batch_c, batch, row, col);
+  const int64_t didx = d_index(p, batch, row, col);
   const Real c = p.beta != 0.f ? load_c<Real>(p.c_type, p.c, cidx) : Real(0);
   store_d<Real>(p.d_type, p.d, didx,
                 detail::epilogue_value<Real>(acc, scale_of<Real>(p, batch, row, col), p.beta, c, p.bias != nullptr,
@@ -196,6 +205,11 @@ __device__ __forceinline__ float plain_value(float acc, bool relu) {
   return relu ? (v > 0.0f ? v : 0.0f) : v;  // NaN -> 0 as activate()
 }
 __device__ __forceinline__ int32_t plain_value(int32_t acc, bool relu) { return relu ? max(acc, 0) : acc; }
+// The same saturated into an integer D's range (s8 or s32).
+__device__ __forceinline__ int32_t plain_value(const Params& p, int32_t acc, bool relu) {
+  const int32_t v = plain_value(acc, relu);
+  return p.d_type == CdType::s8 ? min(max(v, -128), 127) : v;
+}
 
 // Two f32 values rounded once into a bf16 / f16 pair (one cvt of the pair).
 __device__ __forceinline__ __nv_bfloat162 to_bf16x2(float a, float b) { return __floats2bfloat162_rn(a, b); }
@@ -275,10 +289,9 @@ __device__ __forceinline__ void store_plain(const Params& p, int64_t idx, const 
     for (int j = 0; j < N; ++j) y[j] = plain_value(__uint_as_float(raw[j]), relu);
     store_n<N>(p, idx, y);
   } else {
-    const int32_t lo = p.d_type == CdType::s8 ? -128 : INT32_MIN, hi = p.d_type == CdType::s8 ? 127 : INT32_MAX;
     int32_t y[N];
 #pragma unroll
-    for (int j = 0; j < N; ++j) y[j] = min(max(plain_value(static_cast<int32_t>(raw[j]), relu), lo), hi);
+    for (int j = 0; j < N; ++j) y[j] = plain_value(p, static_cast<int32_t>(raw[j]), relu);
     store_n<N>(p, idx, y);
   }
 }
@@ -287,15 +300,14 @@ __device__ __forceinline__ void store_plain(const Params& p, int64_t idx, const 
 // accumulator word: the same bits as epilogue_store there (plain_value).
 template <class Acc>
 __device__ __forceinline__ void store_plain_one(const Params& p, int batch, int row, int col, uint32_t raw) {
-  const int64_t idx = batch * p.batch_d + (p.cd_col_major ? static_cast<int64_t>(col) * p.ldd + row
-                                                          : static_cast<int64_t>(row) * p.ldd + col);
+  const int64_t idx = d_index(p, batch, row, col);
   const bool relu = p.activation == detail::kActRelu;
   if constexpr (std::is_same_v<Acc, float>) {
     store_d<float>(p.d_type, p.d, idx, plain_value(__uint_as_float(raw), relu));
   } else {
-    const int32_t v = plain_value(static_cast<int32_t>(raw), relu);
+    const int32_t v = plain_value(p, static_cast<int32_t>(raw), relu);
     if (p.d_type == CdType::s32) static_cast<int32_t*>(p.d)[idx] = v;
-    else static_cast<int8_t*>(p.d)[idx] = static_cast<int8_t>(min(max(v, -128), 127));
+    else static_cast<int8_t*>(p.d)[idx] = static_cast<int8_t>(v);
   }
 }
 
