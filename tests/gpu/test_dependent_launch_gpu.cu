@@ -71,9 +71,13 @@ MatmulDesc decode_desc(int64_t m, int64_t n, int64_t k) {
   return d;
 }
 
-// D from the GPU (bits) against the CPU backend's on the same A (dense, pruned by compress) and B:
-// one rounding of the same sum, so within one bf16 ulp where the sums are exact, plus 1e-5 of
-// Σ|a·b| where they are not (a layer fed with the last one's D).
+// D from the GPU (bits) against the CPU backend's on the same A (dense, pruned by compress) and B.
+// Where the sums are exact (the first layer: exact_values) both round the same sum: equal bits.
+// Where they are not (a layer fed with the last one's D), the two f32 sums (the GPU's order, split
+// K's parts, against the CPU's) differ by some d <= 1e-5 of Σ|a·b|, and each is rounded once into
+// bf16: |GPU - CPU| <= ulp/2 + d + ulp/2, one ulp of the result (2^-7 relative: bf16's 7 fraction
+// bits) plus d. (2^-8, half an ulp at the foot of a binade, failed on the H100 on 2026-12-07 for
+// the seeds 2066894425 and 393417703: one element of layer 2 each, exactly one ulp apart.)
 void expect_like_cpu(const MatmulDesc& d, const std::vector<uint16_t>& a, const std::vector<uint16_t>& b,
                      const std::vector<uint16_t>& got, const std::string& what) {
   Handle cpu(Device::cpu);
@@ -89,7 +93,7 @@ void expect_like_cpu(const MatmulDesc& d, const std::vector<uint16_t>& a, const 
       for (int64_t k = 0; k < d.k; ++k)
         mag += std::fabs(decode(T::bf16, ad.at(i, k)) * decode(T::bf16, b[static_cast<size_t>(j * d.k + k)]));
       const double g = decode(T::bf16, got[idx]), w = decode(T::bf16, want[idx]);
-      if (!(std::fabs(g - w) <= 0x1p-8 * std::fabs(w) + 1e-5 * mag) && ++bad <= 5)
+      if (!(std::fabs(g - w) <= 0x1p-7 * std::fabs(w) + 1e-5 * mag) && ++bad <= 5)
         ADD_FAILURE() << what << ": D(" << i << ", " << j << ") GPU " << g << ", CPU " << w << " (sum of |a*b| " << mag << ")";
     }
   EXPECT_EQ(bad, 0) << what;
