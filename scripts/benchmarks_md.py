@@ -217,6 +217,9 @@ CHECKED = (
     ("docs/benchmarks.md", "--standing", standing, ("docs/data/bench-h200-standing.json",)),
     ("docs/benchmarks.md", "--standing", standing, ("docs/data/bench-h100-table-b232b81.json",)),
     ("docs/benchmarks.md", "--decode", decode, ("docs/data/bench-h200-decode-9cfce2e.json",)),
+    ("docs/benchmarks.md", "--standing", standing, ("docs/data/bench-h100-table-1eb84dc.json",)),
+    ("docs/benchmarks.md", "--decode", decode, ("docs/data/bench-h100-decode-1eb84dc.json",)),
+    ("docs/benchmarks.md", "--sequence", sequence, ("docs/data/bench-h100-decode-1eb84dc.json",)),
     ("docs/python.md", "--mlp", mlp, ("docs/data/torch-mlp-h100.json", "docs/data/torch-mlp-h100-c75ee41.json", "c75ee41")),
 )
 
