@@ -19,11 +19,11 @@ if [ "${TESTS:-*}" != none ]; then
   grep -E "^\[  (FAILED|PASSED|SKIPPED) |tests? (passed|failed)" "$out/tests.txt" | head -20 | tee -a "$out/summary.txt"
 fi
 if [ -n "${NCU:-}" ]; then
-  # Nsight Compute on one launch of the sm90 kernel (after bench's warm-ups) per "type:MxNxK"
+  # Nsight Compute on one launch of the sm90 or decode kernel (after bench's warm-ups) per "type:MxNxK"
   # of NCU: throughput, memory, warp stalls.
   for case in $NCU; do
     t=${case%%:*} sh=${case#*:}
-    timeout 120 ncu -k regex:spgemm_kernel --launch-skip 5 -c 1 --section SpeedOfLight --section MemoryWorkloadAnalysis \
+    timeout 120 ncu -k regex:"spgemm_kernel|decode_kernel" --launch-skip 5 -c 1 --section SpeedOfLight --section MemoryWorkloadAnalysis \
       --section WarpStateStats --section ComputeWorkloadAnalysis --section Occupancy \
       .devbin/spmma bench --types "$t" --shapes "$sh" --reps 1 > /tmp/ncu_$t.txt 2>&1
     { echo "== ncu $t $sh"; grep -E "Duration|Throughput|Busy|Pipe Util|Stall|Warp Cycles|Eligible|Issued Warp|L2 Hit|Achieved Occ" /tmp/ncu_$t.txt | head -40; } >> "$out/ncu.txt"
