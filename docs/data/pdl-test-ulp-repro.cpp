@@ -2,7 +2,7 @@
 // The CPU side of DependentLaunch.LayersBackToBackMatchTheCpu for one seed (docs/benchmarks.md, "The GPU suite on
 // 1eb84dc"): the test's data, its layers on the CPU backend, and one element of one layer summed exactly, in
 // f32 in order and in 6 parts of K (the GPU plan's split), with the bf16 each rounds to. Built on the CPU machine:
-// g++ -std=c++20 -O2 -Iinclude -Ibuild/include -Ibuild/generated docs/data/pdl-test-ulp-repro.cpp -o r \
+// g++ -std=c++20 -O2 -I. -Iinclude -Ibuild/include -Ibuild/generated docs/data/pdl-test-ulp-repro.cpp -o r \
 //   build/libspmma_api.a build/libspmma.a build/libspmma_cuda.a build/libspmma.a -L/usr/local/cuda/lib64 -lcudart -lcuda -lopenblas -lpthread
 // ./r SEED LAYER ROW COL
 #include <cmath>
@@ -12,19 +12,11 @@
 #include "spmma/matmul.hpp"
 #include "spmma/sparse.hpp"
 #include "spmma/types.hpp"
+#include "tests/gpu/layer_data.hpp"
 using namespace spmma;
 using T = ElemType;
-std::vector<uint16_t> exact_values(size_t n, std::mt19937_64& rng) {
-  std::vector<uint16_t> v(n);
-  std::uniform_int_distribution<int> q(-32, 32);
-  for (auto& x : v) x = static_cast<uint16_t>(encode(T::bf16, q(rng) / 16.0));
-  return v;
-}
-MatmulDesc decode_desc(int64_t m, int64_t n, int64_t k) {
-  MatmulDesc d; d.m = m, d.n = n, d.k = k;
-  d.a_type = d.b_type = d.c_type = d.d_type = T::bf16;
-  d.b_order = Order::col_major; d.cd_order = Order::col_major; return d;
-}
+using test::decode_desc;
+using test::exact_values;
 int main(int argc, char** argv) {
   const uint64_t seed = std::strtoull(argv[1], nullptr, 0);
   const int li = atoi(argv[2]), ei = atoi(argv[3]), ej = atoi(argv[4]);

@@ -19,6 +19,7 @@
 #include "spmma/sparse.hpp"
 #include "spmma/types.hpp"
 #include "gpu/gpu_test.hpp"
+#include "gpu/layer_data.hpp"
 #include "ptx/griddep.cuh"
 #include "ptx/timer.cuh"
 #include "test_util.hpp"
@@ -53,23 +54,8 @@ void launch_write_late(const uint8_t* src, uint8_t* dst, size_t n, unsigned long
   write_late<<<4, 256, 0, s>>>(src, dst, n, kSpinNs, done);
 }
 
-// Random bf16 operands whose products and sums of up to 2^12 terms are exact in f32 (multiples of
-// 1/16, |x| <= 2), so that the CPU and the GPU agree to the bit before D's one rounding.
-std::vector<uint16_t> exact_values(size_t n, std::mt19937_64& rng) {
-  std::vector<uint16_t> v(n);
-  std::uniform_int_distribution<int> q(-32, 32);
-  for (auto& x : v) x = static_cast<uint16_t>(encode(T::bf16, q(rng) / 16.0));
-  return v;
-}
-
-MatmulDesc decode_desc(int64_t m, int64_t n, int64_t k) {
-  MatmulDesc d;
-  d.m = m, d.n = n, d.k = k;
-  d.a_type = d.b_type = d.c_type = d.d_type = T::bf16;
-  d.b_order = Order::col_major;   // B: N x K, K contiguous (the activations, token by token)
-  d.cd_order = Order::col_major;  // D: N x M row-major, Y = X·Wᵀ: the next layer's B as it is
-  return d;
-}
+using test::decode_desc;
+using test::exact_values;
 
 // D from the GPU (bits) against the CPU backend's on the same A (dense, pruned by compress) and B.
 // Where the sums are exact (`exact`: both operands exact_values, K <= 2^12, so every partial sum
