@@ -62,11 +62,11 @@ for lab in labels:
         for r in json.load(open(f)):
             r["config"] = lab
             allrecs.append(r)
-            rows.setdefault((r["m"], r["n"], r["k"], r["type"]), {}).setdefault(lab, []).append(r)
+            rows.setdefault((r["m"], r["n"], r["k"], r["type"], r.get("l2", "hot")), {}).setdefault(lab, []).append(r)
 print("shape type | " + " | ".join(f"{l} TFLOP/s (rounds)" for l in labels) + " | cuBLAS | cuSPARSELt | " +
       " | ".join(f"{l}/{labels[0]}" for l in labels[1:]) + " | " + " | ".join(f"{l}/cuSPARSELt" for l in labels))
 ratios = {l: [] for l in labels[1:]}
-for (m, n, k, t), v in rows.items():
+for (m, n, k, t, l2), v in rows.items():
     if not all(l in v for l in labels):
         continue
     means = {l: st.mean(r["spmma_tflops"] for r in v[l]) for l in labels}
@@ -76,7 +76,7 @@ for (m, n, k, t), v in rows.items():
         ratios[l].append(means[l] / means[labels[0]])
     cs = [r["cusparselt_tflops"] for l in labels for r in v[l] if r.get("cusparselt_tflops")]
     csm = st.mean(cs) if cs else 0
-    print(f"{m}x{n}x{k} {t} | " + " | ".join(" ".join(f"{r['spmma_tflops']:.1f}" for r in v[l]) for l in labels) +
+    print(f"{m}x{n}x{k} {t} {l2} | " + " | ".join(" ".join(f"{r['spmma_tflops']:.1f}" for r in v[l]) for l in labels) +
           f" | {cub:.1f} | {csm:.1f} | " + " | ".join(f"{means[l] / means[labels[0]]:.3f}" for l in labels[1:]) + " | " +
           " | ".join(f"{means[l] / csm:.2f}" if csm else "-" for l in labels) + bad)
 for l, rs in ratios.items():

@@ -119,7 +119,7 @@ int decode_stages(int64_t ctas, int block_n, decode::Math m, int sm_count, int64
 //   K and fp8 in the decode kernel"), N = 1, 8, 16: 4096 x N x 14336 (128 tiles, 112 bf16 stages)
 //   in 2 parts ran 1.05-1.10x the speed of 1 (bf16), 0.98-1.00x (s8), 1.01-1.04x (e4m3); 4096 x N
 //   x 4096 (32 stages) 0.91-0.99x; 4 parts (08:49) 0.38-1.13x, and 2 parts of the weights with
-//   more tiles than SMs 0.67-0.98x. Not rerun on an H100 since.
+//   more tiles than SMs 0.67-0.98x.
 // - Parts of 16 stages, not 24, since the H200 (132 SMs as the H100's; 2026-11-29 07:59 UTC,
 //   8f27ec7's decode kernel, 3 rounds, bf16 and f16, both pinned in one binary; "The H200 at
 //   8f27ec7", item 3): 4096 x {1, 8, 16} x 4096 (32 stages) in 2 parts ran 1.11-1.23x the speed of
@@ -135,6 +135,11 @@ int decode_stages(int64_t ctas, int block_n, decode::Math m, int sm_count, int64
 //   1.10-1.24x hot; e4m3 4096 x {1, 8} x 14336 1.07-1.09x, x 8192 1.01-1.04x; tf32 in 2 parts
 //   against 1, 4096 x {1, 8, 16} x 4096 (64 stages of K = 64) 1.23-1.39x, 4096 x {1, 16} x 14336
 //   1.50-1.61x (the latter 1.35x the main kernel, the plan of then at N = 16).
+// - The H100 again (2026-12-07 11:06-11:13 UTC, HEAD's kernel, 5 rounds over two calls, bf16 and
+//   f16 4096 x {1, 8, 16} x 4096, 1 part pinned against this rule's 2; "The fixed PDL test, split
+//   K on the H100's 4096-row weights"): 2 parts ran 1.16-1.17x hot at N = 1 and 8, 1.08x at 16;
+//   cold 0.98x at N = 1 and 8, 0.91x at 16 (layer after layer 0.99x and 0.95x). A trade between
+//   the hot and the cold row on one card that the H200 does not make: kept.
 constexpr int kDecodeSplitCtasPerSm = 2, kDecodeMinSplitStages = 16;
 
 // fp8's math in the decode kernel: the warpgroup's (wgmma.sp on 64-row tiles, no conversions) on
