@@ -139,7 +139,11 @@ int decode_stages(int64_t ctas, int block_n, decode::Math m, int sm_count, int64
 //   f16 4096 x {1, 8, 16} x 4096, 1 part pinned against this rule's 2; "The fixed PDL test, split
 //   K on the H100's 4096-row weights"): 2 parts ran 1.16-1.17x hot at N = 1 and 8, 1.08x at 16;
 //   cold 0.98x at N = 1 and 8, 0.91x at 16 (layer after layer 0.99x and 0.95x). A trade between
-//   the hot and the cold row on one card that the H200 does not make: kept.
+//   the hot and the cold row on one card that the H200 does not make: kept. One CTA alone on its
+//   SM ran as fast hot as cold, at its producers' issue rate; with two producer warps per operand
+//   it ran 1.15-1.16x hot and 1.07-1.10x cold against this rule (12:00 UTC), which
+//   docs/data/decode-issuers.patch turns into the plan's choice, split K a pin (built, not yet
+//   run on a GPU; docs/benchmarks.md "Two producer warps per operand in the decode kernel").
 constexpr int kDecodeSplitCtasPerSm = 2, kDecodeMinSplitStages = 16;
 
 // fp8's math in the decode kernel: the warpgroup's (wgmma.sp on 64-row tiles, no conversions) on
