@@ -259,6 +259,7 @@ struct PlanInfo {
   std::string instruction;                        // the registry id of the MMA instruction (GPU)
   int tile_m = 0, tile_n = 0, stages = 0;         // CTA tile and pipeline depth (GPU)
   int splits = 1;                                 // split K (sm90)
+  int issuers = 0;                                // the decode kernel's producer warps per operand (1 or 2)
   int group_m = 0;                                // rasterization group (sm90)
   int cluster_m = 1;                              // CTAs per cluster along M (sm90)
   bool persistent = false;                        // a persistent grid (sm90)

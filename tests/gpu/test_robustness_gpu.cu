@@ -1840,6 +1840,7 @@ TEST_F(Robust, DecodeKernelEveryInstantiationMatchesTheCpu) {
         EXPECT_EQ(info.splits, splits);
         EXPECT_EQ(info.tile_n, n <= 8 ? 8 : 16);
         EXPECT_EQ(info.tile_m, 32);  // 3 tiles of 32 rows: the warps' math, fp8 too
+        EXPECT_EQ(info.issuers, 2);  // ... at most 2 CTAs per SM: two producer warps per operand
       }
     }
   }
@@ -1849,8 +1850,8 @@ TEST_F(Robust, DecodeKernelEveryInstantiationMatchesTheCpu) {
 // pinned (PlanOptions::tile_m = 64): every fp8 pair at both widths (N = 5, 13: 8 and 16 wide; 27,
 // 40: two or three N tiles of 16, each reading A), unsplit and split K in 2 and 3 pinned, M with a
 // partial last tile (96, 200), K of 27 metadata groups (14 stages, the last half past K), both D
-// layouts, batches (one of 40 entries unsplit: 160 CTAs,
-// two per SM on the H100, 7 stages at N = 13, an odd number), fast accumulation on and off, bias,
+// layouts, batches (one of 80 entries unsplit: 320 CTAs,
+// three per SM on the H100, one producer warp per operand, 5 stages at N = 13, an odd number), fast accumulation on and off, bias,
 // activations; the same bytes on every run. (The plan takes this math unpinned on weights of at
 // least one 64-row tile per SM: DecodeKernelIsChosenForSmallNOnEnoughRows.)
 TEST_F(Robust, DecodeKernelWarpgroupMathMatchesTheCpu) {
@@ -1865,7 +1866,7 @@ TEST_F(Robust, DecodeKernelWarpgroupMathMatchesTheCpu) {
       const T cd = outs[static_cast<size_t>(turn) % outs.size()];
       const int splits = turn == 1 ? 1 : 1 + turn % 3;
       MatmulDesc d = desc_of(pair.a, pair.b, cd, turn % 2 ? 200 : 96, n, 27 * 2 * kstep(pair.a));
-      d.batch = turn == 1 ? 40 : 1 + turn % 2;
+      d.batch = turn == 1 ? 80 : 1 + turn % 2;
       d.a_per_batch = turn % 3 == 0;
       d.fast_accumulation = turn % 2;
       d.cd_order = turn % 4 < 2 ? Order::col_major : Order::row_major;
@@ -1885,6 +1886,10 @@ TEST_F(Robust, DecodeKernelWarpgroupMathMatchesTheCpu) {
       EXPECT_EQ(info.tile_m, 64);
       EXPECT_EQ(info.tile_n, n <= 8 ? 8 : 16);
       EXPECT_EQ(info.splits, splits);
+      // The 80-entry batch: 3 CTAs per SM, one issuer per operand, an odd depth; the others two
+      // issuers, even depths (whole rounds of them).
+      EXPECT_EQ(info.issuers, d.batch == 80 ? 1 : 2);
+      if (d.batch == 80) EXPECT_EQ(info.stages % 2, 1);
       Images im = make_images(d, rng, Specials{0.02});
       twin(d, im, o, *h_);
     }
@@ -1909,6 +1914,7 @@ TEST_F(Robust, DecodeKernelShallowPipelineMatchesTheCpu) {
     const PlanInfo info = Plan(*h_, d, o.plan).info();
     EXPECT_EQ(info.stages % 2, 0);  // whole rounds of the two math warps of a row group
     EXPECT_LT(info.stages, 53);
+    EXPECT_EQ(info.issuers, 1);  // 4 CTAs per SM: one producer warp per operand
     Images im = make_images(d, rng, {});
     twin(d, im, o, *h_);
   }
@@ -1994,8 +2000,9 @@ TEST_F(Robust, DecodeKernelSplitKMatchesTheCpu) {
     }
 }
 
-// The plan's own choice on a 4096-row weight at N = 9-15 (the 16-wide tile part-filled; K in 2
-// parts, 256 CTAs in clusters of 2), as `spmma bench` runs it: column-major D, B read in place.
+// The plan's own choice on a 4096-row weight at N = 9-15 (the 16-wide tile part-filled; 128 CTAs
+// over the whole K, two producer warps per operand), as `spmma bench` runs it: column-major D, B
+// read in place.
 TEST_F(Robust, DecodeKernelPartFilledTileOnALargeWeightMatchesTheCpu) {
   if (supported_types(*h_).empty()) GTEST_SKIP() << "no GPU";
   if (!sm90_runs()) GTEST_SKIP() << "the decode kernel is sm_90a machine code";
@@ -2008,7 +2015,8 @@ TEST_F(Robust, DecodeKernelPartFilledTileOnALargeWeightMatchesTheCpu) {
       RunOpts o;
       const PlanInfo info = Plan(*h_, d, o.plan).info();
       EXPECT_EQ(info.kernel, KernelFamily::decode);
-      EXPECT_EQ(info.splits, a == T::s8 && k == 4096 ? 1 : 2);  // s8's 16 stages stay whole
+      EXPECT_EQ(info.splits, 1);
+      EXPECT_EQ(info.issuers, 2);  // 128 CTAs: one per SM, two producer warps per operand
       Images im = make_images(d, rng, {});
       twin(d, im, o, *h_);
     }
@@ -2043,31 +2051,40 @@ TEST_F(Robust, DecodeKernelIsChosenForSmallNOnEnoughRows) {
   EXPECT_EQ(info(512, 16).kernel, KernelFamily::sm90);    // 16 tiles of 32 rows: split K in clusters reaches more SMs
   EXPECT_EQ(info(11008, 16).kernel, KernelFamily::decode);
   EXPECT_EQ(info(28672, 16).kernel, KernelFamily::decode);
-  EXPECT_EQ(info(4096, 16).splits, 2);  // 32 stages: 2 parts of 16 (heuristics.cu, kDecodeMinSplitStages)
-  EXPECT_EQ(info(4096, 1).splits, 2);
-  EXPECT_EQ(plan_info(*h_, T::bf16, 4096, 16, 3968).splits, 1);  // 31 stages: parts under 16
-  EXPECT_EQ(plan_info(*h_, T::s8, 4096, 16, 4096).splits, 1);     // 16 stages of K = 256: parts under 16
+  // K whole (split K is a pin now), two producer warps per operand where at most 2 CTAs share an
+  // SM (heuristics.cu, decode_issuers): a 4096-row weight's 128 tiles, or 256 at N = 17-32.
+  EXPECT_EQ(info(4096, 16).splits, 1);
+  EXPECT_EQ(info(4096, 16).issuers, 2);
+  EXPECT_EQ(info(4096, 1).splits, 1);
+  EXPECT_EQ(info(4096, 1).issuers, 2);
+  EXPECT_EQ(info(4096, 32).issuers, 2);                           // 256 CTAs: 2 per SM
+  EXPECT_EQ(info(11008, 16).issuers, 1);                          // 344 CTAs: 3 per SM
+  EXPECT_EQ(info(28672, 16).issuers, 1);
+  EXPECT_EQ(plan_info(*h_, T::s8, 4096, 16, 4096).splits, 1);
   EXPECT_EQ(plan_info(*h_, T::e4m3, 4096, 8, 4096).splits, 1);
-  EXPECT_EQ(plan_info(*h_, T::tf32, 4096, 16, 4096).splits, 2);   // 64 stages of K = 64
-  // A long K on a weight of at most one tile per SM: split K in 2 on the warps' math (K = 14336:
-  // 112 stages of K = 128 for the 16-bit types, 56 of K = 256 for the 8-bit ones, 224 of K = 64
-  // for tf32), the decode kernel then also at N > 8 for the 16-bit types and tf32; with more
-  // tiles than SMs, 16-bit N > 8 stays on the main kernel and s8 takes the decode kernel unsplit.
+  EXPECT_EQ(plan_info(*h_, T::tf32, 4096, 16, 4096).splits, 1);
+  EXPECT_EQ(plan_info(*h_, T::tf32, 4096, 16, 4096).issuers, 2);
+  EXPECT_EQ(info(4096, 16, PlanOptions{.kernel = KernelFamily::decode, .splits = 2}).splits, 2);  // the pin
+  EXPECT_EQ(info(4096, 16, PlanOptions{.kernel = KernelFamily::decode, .splits = 2}).issuers, 2);  // 256 CTAs: 2 per SM
+  // A long K on a weight of at most one tile per SM (K = 14336: 112 stages of K = 128 for the
+  // 16-bit types, 56 of K = 256 for the 8-bit ones, 224 of K = 64 for tf32): the decode kernel
+  // then also at N > 8 for the 16-bit types and tf32, with two issuers; with more tiles than SMs,
+  // 16-bit N > 8 stays on the main kernel and s8 takes the decode kernel.
   const auto long_k = [&](T a, int64_t m, int64_t n) { return plan_info(*h_, a, m, n, 14336); };
   EXPECT_EQ(long_k(T::bf16, 4096, 16).kernel, KernelFamily::decode);
-  EXPECT_EQ(long_k(T::bf16, 4096, 16).splits, 2);
-  EXPECT_EQ(long_k(T::bf16, 4096, 8).splits, 2);
+  EXPECT_EQ(long_k(T::bf16, 4096, 16).issuers, 2);
+  EXPECT_EQ(long_k(T::bf16, 4096, 8).splits, 1);
   EXPECT_EQ(long_k(T::s8, 4096, 16).kernel, KernelFamily::decode);
-  EXPECT_EQ(long_k(T::s8, 4096, 16).splits, 2);
+  EXPECT_EQ(long_k(T::s8, 4096, 16).issuers, 2);
   EXPECT_EQ(long_k(T::tf32, 4096, 16).kernel, KernelFamily::decode);
-  EXPECT_EQ(long_k(T::tf32, 4096, 16).splits, 2);
-  EXPECT_EQ(long_k(T::s8, 4096, 1).splits, 2);
+  EXPECT_EQ(long_k(T::tf32, 4096, 16).splits, 1);
   EXPECT_EQ(long_k(T::s8, 11008, 16).splits, 1);
+  EXPECT_EQ(long_k(T::s8, 11008, 16).issuers, 1);
   EXPECT_EQ(long_k(T::bf16, 11008, 8).kernel, KernelFamily::decode);
   EXPECT_EQ(long_k(T::bf16, 11008, 8).splits, 1);
   EXPECT_EQ(long_k(T::bf16, 11008, 16).kernel, KernelFamily::sm90);
   EXPECT_EQ(long_k(T::e4m3, 4096, 8).kernel, KernelFamily::decode);  // fp8: N <= 8 on any K
-  EXPECT_EQ(long_k(T::e4m3, 4096, 8).splits, 2);  // the warps' math (64 tiles of 64 rows: under one per SM)
+  EXPECT_EQ(long_k(T::e4m3, 4096, 8).splits, 1);  // the warps' math (64 tiles of 64 rows: under one per SM)
   EXPECT_EQ(long_k(T::e4m3, 4096, 8).tile_m, 32);
   EXPECT_EQ(long_k(T::e4m3, 11008, 8).splits, 1);  // the warpgroup's math: unsplit
   EXPECT_EQ(long_k(T::e4m3, 4096, 16).kernel, KernelFamily::sm90);  // fp8 at N = 16: K <= 4096

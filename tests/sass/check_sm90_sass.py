@@ -21,9 +21,10 @@ main loop promises and ptxas could silently undo (issue 10, item 1; docs/layouts
   decode kernels      (sm90/decode.cuh) no local memory either (ptxas spilled the fp8 ones under
                       tighter launch bounds), their mma.sp as HMMA.SP or IMMA.SP (Math::warps),
                       or QGMMA.SP.64xN at the tile width and no HMMA (Math::warpgroup, fp8), and
-                      registers for kMaxCtasPerSm CTAs per SM (sm90/decode_tiles.hpp), the CTAs
-                      per SM the plan sizes their pipelines for (the fp8 ones of the warps' math
-                      took 80 at N = 16 unless bounded: 3 CTAs per SM).
+                      registers for kMaxCtasPerSm CTAs of kThreads per SM and kMaxIssuerCtasPerSm
+                      of kMaxThreads (two producer warps per operand; sm90/decode_tiles.hpp), the
+                      CTAs per SM the plan sizes their pipelines for; the fp8 ones of the warps'
+                      math (80 at N = 16) for the latter only: the plan takes them only there.
 
 Usage: check_sm90_sass.py CUOBJDUMP BINARY TILES_HPP"""
 import os
@@ -32,6 +33,7 @@ import subprocess
 import sys
 
 KERNEL = re.compile(r"spgemm_kernelILNS_8ElemTypeE(\d+)ELS2_(\d+)ELi(\d+)ELb([01])E")
+FP8 = {5, 6}  # ElemType::e4m3, e5m2 (include/spmma/types.hpp)
 DECODE = re.compile(r"decode_kernelILNS_8ElemTypeE(\d+)ELS3_(\d+)ELi(\d+)ELNS1_4MathE([01])ELb([01])EE")
 GMMA = re.compile(r"\b([HQI]GMMA)\.SP\.64x(\d+)x\d+\S*\s+(.*)$")
 
@@ -156,9 +158,14 @@ def decode_reg_limit(tiles_hpp):
         for name, expr in re.findall(r"(k\w+) = ([^,]+)", decl):
             if "::" not in expr:
                 env[name] = int(eval(expr.replace("/", "//"), {"__builtins__": {}}, env))
-    if "kThreads" not in env or "kMaxCtasPerSm" not in env:
-        sys.exit(f"no kThreads or kMaxCtasPerSm in decode_tiles.hpp beside {tiles_hpp}")
-    return 65536 // (env["kThreads"] * env["kMaxCtasPerSm"]) // 8 * 8, env["kMaxCtasPerSm"]
+    for name in ("kThreads", "kMaxCtasPerSm", "kMaxThreads", "kMaxIssuerCtasPerSm"):
+        if name not in env:
+            sys.exit(f"no {name} in decode_tiles.hpp beside {tiles_hpp}")
+    limit = lambda threads, ctas: 65536 // (threads * ctas) // 8 * 8
+    few = limit(env["kMaxThreads"], env["kMaxIssuerCtasPerSm"])
+    return (min(limit(env["kThreads"], env["kMaxCtasPerSm"]), few),
+            f'{env["kMaxCtasPerSm"]} CTAs of {env["kThreads"]} threads or {env["kMaxIssuerCtasPerSm"]} of {env["kMaxThreads"]}',
+            few, f'{env["kMaxIssuerCtasPerSm"]} CTAs of {env["kMaxThreads"]} threads')
 
 
 def registers(cuobjdump, binary, env):
@@ -206,7 +213,7 @@ def main():
     if not seen:
         sys.exit(f"no sm90 spgemm_kernel in {sys.argv[2]}: nothing checked")
     decode = set()
-    reg_limit, per_sm = decode_reg_limit(sys.argv[3])
+    reg_limit, per_sm, fp8_limit, fp8_per_sm = decode_reg_limit(sys.argv[3])
     regs = registers(sys.argv[1], sys.argv[2], env)
     for name, body in functions(r.stdout):
         m = DECODE.search(name)
@@ -224,8 +231,13 @@ def main():
             errors.append("no HMMA.SP / IMMA.SP")
         if name not in regs:
             errors.append("no register count (cuobjdump -res-usage)")
-        elif int(regs[name]) > reg_limit:
-            errors.append(f"{regs[name]} registers per thread: fewer than {per_sm} CTAs per SM (at most {reg_limit})")
+        else:
+            # fp8 on the warps' math runs only where at most kMaxIssuerCtasPerSm CTAs share an SM
+            # (heuristics.cu, decode_math); every other decode kernel also where kMaxCtasPerSm do.
+            fp8_warps = not wg and int(m.group(1)) in FP8
+            lim, what = (fp8_limit, fp8_per_sm) if fp8_warps else (reg_limit, per_sm)
+            if int(regs[name]) > lim:
+                errors.append(f"{regs[name]} registers per thread: fewer than {what} per SM (at most {lim})")
         if errors:
             failed += 1
             print(f"FAIL decode kernel ElemType {m.group(1)} x {m.group(2)}, tile {64 if wg else 32}x{m.group(3)}"

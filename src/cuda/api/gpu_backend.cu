@@ -100,7 +100,7 @@ struct GpuKernel final : Kernel {
   std::string describe() const override {
     if (dec)
       return std::string("sm90 decode kernel: ") + dec->instruction + ", " +
-             sm90::decode::describe_tile(cfg.block_n, cfg.stages, cfg.splits, dec->math) +
+             sm90::decode::describe_tile(cfg.block_n, cfg.stages, cfg.splits, cfg.issuers, dec->math) +
              (cfg.dependent_launch ? ", programmatic dependent launch" : "") +
              (!gemm_promotes(desc.a_type) ? ""
               : dec->math == sm90::decode::Math::warpgroup
@@ -136,6 +136,7 @@ struct GpuKernel final : Kernel {
     i.tile_n = sm90 ? cfg.block_n : sm80::kTileN;
     i.stages = sm90 ? cfg.stages : sm80::kPipelineStages;
     i.splits = sm90 ? cfg.splits : 1;
+    i.issuers = dec ? cfg.issuers : 0;
     i.group_m = wgmma ? cfg.group_m : 0;
     i.cluster_m = wgmma ? cfg.cluster_m : 1;
     i.persistent = wgmma && cfg.persistent;
@@ -175,6 +176,7 @@ struct GpuKernel final : Kernel {
     p.promote_stages = cfg.promote_stages;
     p.dependent_launch = cfg.dependent_launch;
     p.decode_stages = cfg.stages;
+    p.decode_issuers = cfg.issuers;
     grids = dec ? sm90::decode::prepare(*dec, p) : wgmma ? sm90::prepare(*wgmma, p) : sm80::prepare(*instr, p);
   }
 

@@ -62,6 +62,7 @@ struct Params {
   int promote_stages;      // sm90, promoted fp8 sums: the stages (K = 128 each) the tensor cores sum
                            // before each f32 add (1 or 2; PlanOptions::promotion_k)
   int decode_stages;       // sm90 decode kernel: its pipeline's depth (the launch sizes shared memory by it)
+  int decode_issuers;      // ... and its producer warps per operand (1 or 2; the launch sizes the CTA by it)
   bool dependent_launch;   // sm90 (host side): launched with programmatic stream serialization, its
                            // set-up overlapping the kernel before it (PlanOptions::dependent_launch)
 };

@@ -8,11 +8,13 @@
 //   tile          the math's rows (decode_tiles.hpp: 32 for the warps', 64 for the warpgroup's) x
 //                 BlockN (8 or 16) columns, the whole K range (or a part of it, split K below):
 //                 several CTAs per SM, no register reallocation;
-//   producers     three warps, one thread each: per stage of four instructions the TMA box of A
-//                 (the tile's rows x 128 B of the main kernel's tensor layout), B's two (BlockN
-//                 columns x 128 B), the metadata's two groups; a pipeline as deep as the plan
-//                 gives it (the same bytes in flight per SM whatever the number of CTAs per SM);
-//   math, warps   (Math::warps, every type) warps 3 .. 6: kParts pairs taking the stages in turn,
+//   producers     warps 4 .., one thread each, one per operand, or two taking the stages in turn
+//                 where the CTA has its SM to itself or shares it with one other (the plan's
+//                 issuers, decode_tiles.hpp): per stage of four instructions the TMA box of A (the
+//                 tile's rows x 128 B of the main kernel's tensor layout), B's two (BlockN columns
+//                 x 128 B), the metadata's two groups; a pipeline as deep as the plan gives it (the
+//                 same bytes in flight per SM whatever the number of CTAs per SM);
+//   math, warps   (Math::warps, every type) warps 0 .. 3: kParts pairs taking the stages in turn,
 //                 each warp of a pair one of the stage's two metadata groups over both row groups
 //                 of 16 rows (a B fragment serves 32 rows), mma.sp m16n8 per 8 columns from shared
 //                 memory (ldmatrix, the swizzles the copies wrote). sm_90 has no fp8 mma.sp: each
@@ -321,17 +323,17 @@ __device__ __forceinline__ void wg_math_loop(const Smem<BlockN, Math::warpgroup>
 
 // Split: built for split K (p.splits parts); without, p.splits is 1 and the kernel has none of its
 // code (with it, splits = 1 ran 0.985x as fast at 4096 x N x 4096 on the H100, 2026-11-27 09:23).
-// Registers: fp8's converted instructions over both row groups take 80 per thread at N = 16 unless
-// bounded, which leaves 3 CTAs per SM (e4m3 14336 x 16 x 4096 ran 0.88x on the H100); bounded to
-// kMaxCtasPerSm CTAs per SM (72) they spill nothing. The others fit as they are, and bounded ran
-// slower with the same registers (ptxas schedules for the occupancy it is told): bf16 4096 x
-// {1, 8} x 4096 0.91x, e4m3 4096 x {1, 8} x 14336 0.95x (2026-11-27 14:42 and 14:59 UTC).
-// (The warpgroup's math takes 46-54.)
-template <ElemType A, int BlockN, Math M>
-constexpr int kMinCtasPerSm = M == Math::warps && has_warpgroup_math(A) && BlockN > 8 ? kMaxCtasPerSm : 1;
-
+// Registers: launch bounds of kMaxThreads, one CTA (no bound): ptxas schedules for the occupancy
+// it is told, and bounded kernels ran slower with the same registers (bf16 4096 x {1, 8} x 4096
+// 0.91x, e4m3 4096 x {1, 8} x 14336 0.95x on the H100, 2026-11-27 14:42 and 14:59 UTC); without
+// launch bounds the 32x16 kernels took 80 registers, with these 72 or fewer (tests/sass). fp8's
+// converted instructions over both row groups take 80 at N = 16 whatever the bounds: 3 CTAs of
+// kThreads per SM, 2 of kMaxThreads. The plan takes them only on weights of fewer than one 64-row
+// tile per SM (heuristics.cu, decode_math: at most 2 CTAs per SM at N <= 16), the warpgroup's
+// math (46-66 registers) the weights of more. (On the warps' math, e4m3 14336 x 16 x 4096 ran
+// 0.88x in 3 CTAs per SM against 4 bounded to 72 registers, before the warpgroup took it.)
 template <ElemType A, ElemType B, int BlockN, Math M, bool Split>
-__global__ void __launch_bounds__(kThreads, kMinCtasPerSm<A, BlockN, M>)
+__global__ void __launch_bounds__(kMaxThreads, 1)
     decode_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b,
                   const __grid_constant__ CUtensorMap tm_b_tail, const __grid_constant__ CUtensorMap tm_meta,
                   const __grid_constant__ gemm::Params p) {
@@ -344,15 +346,15 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<A, BlockN, M>)
   extern __shared__ uint8_t smem_raw[];
   const Sm sm(smem_raw, p.decode_stages);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  // The warps: the warpgroup's math is warps 0 .. 3 (a warpgroup starts at a multiple of 4 warps),
-  // the producers after it; the warps' math follows the producers.
-  const int load_warp = kWg ? warp - kMathWarps : warp, math_thread = threadIdx.x - (kWg ? 0 : 32 * kLoadWarps);
+  // The warps: the math's are warps 0 .. 3 (the warpgroup's starts at a multiple of 4 warps), the
+  // producers after them, p.decode_issuers per operand.
+  const int load_warp = warp - kMathWarps, math_thread = static_cast<int>(threadIdx.x);
   const int splits = Split ? p.splits : 1;
   if (threadIdx.x == 0) {
     // The stage's empty barrier: an arrival per warp that reads it (the warps' math: the kGroups
     // warps of a pair; the warpgroup's: its 4 warps).
     for (int s = 0; s < sm.stages; ++s)
-      ptx::mbar_init(sm.full(s), kLoadWarps), ptx::mbar_init(sm.empty(s), kWg ? kMathWarps : kGroups);
+      ptx::mbar_init(sm.full(s), kOperands), ptx::mbar_init(sm.empty(s), kWg ? kMathWarps : kGroups);
     if (splits > 1) ptx::mbar_init(sm.sums_full(), splits - 1), ptx::mbar_init(sm.sums_read(), 1);
     ptx::mbar_fence_init();
   }
@@ -370,12 +372,15 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<A, BlockN, M>)
   const int stages = static_cast<int>(k_stages(p.meta_groups));
   const int s_begin = min(stages, split * p.stages_per_split), s_end = min(stages, s_begin + p.stages_per_split);
 
-  if (load_warp >= 0 && load_warp < kLoadWarps) {
+  if (load_warp >= 0) {
     // ------------------------------------------------------------ producers: A, B, metadata
     // (They leave once their copies are issued: kept to the kernel's end, idle, the kernel ran
     // 0.86-0.97x as fast at 4096 x N x 4096 on the H100, 2026-11-27 09:13.)
+    // Issuer i of an operand fills the part's stages i, i + issuers, ... (their slots its own:
+    // the stages are whole rounds of the issuers, decode::valid_stages).
+    const int op = load_warp % kOperands;  // the operand: 0 A, 1 B, 2 metadata
+    const int issuer = load_warp / kOperands, issuers = p.decode_issuers;
     if (lane == 0) {
-      const int op = load_warp;  // the operand: 0 A, 1 B, 2 metadata
       // B's box: the tile's columns up to N, from the tail map on B's last N tile (tiles.hpp).
       const int b_rows = b_box_rows(BlockN, 1, p.n, n0);
       const CUtensorMap* b_map = b_tail(BlockN, 1, p.n, n0) ? &tm_b_tail : &tm_b;
@@ -390,7 +395,8 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<A, BlockN, M>)
       const int boxes = op == 0 ? 1 : kGroups, next = op == 1 ? Sm::kBBox : Sm::kMetaBox;
       const int y = op == 0 ? m0 : op == 1 ? n0 : m0 / 16, z = op == 1 ? batch : a_z;
       State st = State::producer_start(sm.stages);
-      for (int s = s_begin; s < s_end; ++s, st.advance()) {
+      st.advance(issuer);
+      for (int s = s_begin + issuer; s < s_end; s += issuers, st.advance(issuers)) {
         const uint32_t dst = op == 0 ? sm.a(st.index) : op == 1 ? sm.b(st.index) : sm.meta(st.index);
         ptx::mbar_wait(sm.empty(st.index), st.phase);
         ptx::mbar_arrive_expect_tx(sm.full(st.index), boxes * box.size());
@@ -401,7 +407,7 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<A, BlockN, M>)
     return;
   }
   if constexpr (kWg) wg_math_loop<A, B, BlockN>(sm, p, s_begin, s_end, warp, lane);
-  else math_loop<A, B, BlockN>(sm, p, s_begin, s_end, warp - kLoadWarps, lane);
+  else math_loop<A, B, BlockN>(sm, p, s_begin, s_end, warp, lane);
 
   // -------------------------------------------------------------- the parts' sums and the epilogue
   // Each element of the tile is added up over the math warps' sums and the split parts in their

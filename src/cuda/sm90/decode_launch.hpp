@@ -43,7 +43,7 @@ inline int64_t ctas(int64_t m_pad, int64_t n, int block_n, Math m) {
 }
 
 // "CTA tile 32x16 over the whole K, 24 TMA stages, ...", for Plan::describe.
-std::string describe_tile(int block_n, int stages, int splits, Math m);
+std::string describe_tile(int block_n, int stages, int splits, int issuers, Math m);
 
 // The grids of e for every batch entry of p, at plan time (sm90::launch enqueues them, with A's
 // maps in boxes of box_a(e.math)); throws internal when p's stages or split K are out of the

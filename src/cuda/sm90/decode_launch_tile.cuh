@@ -18,7 +18,7 @@ cuda::Launch prepare_tile(const gemm::Params& p) {
   // The limit: the deepest pipeline that fits a CTA (the plan's depth never exceeds it: heuristics.cu).
   l.fn = cuda::function(reinterpret_cast<const void*>(kernel), std::min(smem_bytes(BlockN, kMaxStages, M), kSmemLimit),
                         "sm90 decode kernel");
-  l.block = kThreads;
+  l.block = threads(p.decode_issuers);
   l.smem = static_cast<unsigned>(smem_bytes(BlockN, p.decode_stages, M));
   // Programmatic dependent launch, as the main kernel (launch_tile.cuh); split K: a tile's parts
   // are the CTAs of one cluster (decode.cuh).

@@ -42,12 +42,27 @@ constexpr int kMathWarps = kParts * kGroups;
 static_assert(kMathWarps == 4, "the warpgroup's math is these warps");
 SPMMA_HD constexpr int parts(Math m) { return m == Math::warpgroup ? 1 : kParts; }
 constexpr int kMathThreads = 32 * kMathWarps;
-// Producer warps, one per operand (A, B, metadata), each one thread issuing that operand's copy
-// of every stage. One thread issuing all three took ~340 cycles per stage on the H100 (clock64,
-// 2026-11-27: 16,400 cycles for the first 48 stages, all slots free), ~12 GB/s of A per CTA: a
-// 4096-row weight (one CTA per SM) ran at the issue rate, not the memory's.
-constexpr int kLoadWarps = 3;
-constexpr int kThreads = 32 * (kLoadWarps + kMathWarps);
+// Producer warps, one per operand (A, B, metadata) and issuer, each one thread issuing that
+// operand's copies of its stages. The copy engine takes ~90-110 cycles per box from one thread
+// (one thread issuing all three operands took ~340 cycles per stage on the H100, clock64,
+// 2026-11-27: 16,400 cycles for the first 48 stages, all slots free), so a CTA alone on its SM ran
+// at its copies' issue rate, the same hot as cold (bf16 4096 x 16 x 4096 on 1 part: 12.8 and 13.1
+// us, 2026-12-07). Where few CTAs share an SM (at most kMaxIssuerCtasPerSm, the plan's choice,
+// gemm::Params::decode_issuers) kMaxIssuers warps per operand take the stages in turn; two CTAs
+// per SM with one issuer each had been split K's gain (heuristics.cu). With several CTAs per SM
+// their issuers are the SM's already, and the extra warps' registers would cost CTAs (11008 x 16
+// x 4096, 3 CTAs per SM: 0.80-0.90x with two, 2026-12-07).
+constexpr int kOperands = 3;
+constexpr int kMaxIssuers = 2;
+constexpr int kMaxIssuerCtasPerSm = 2;
+SPMMA_HD constexpr int load_warps(int issuers) { return kOperands * issuers; }
+SPMMA_HD constexpr int threads(int issuers) { return 32 * (kMathWarps + load_warps(issuers)); }
+// The CTA's threads with one issuer per operand (several CTAs per SM) and with kMaxIssuers (the
+// math warps first: warps 0 .. 3, then the producers).
+// (Written out, not as threads(): tests/sass/check_sm90_sass.py evaluates these lines.)
+constexpr int kThreads = 32 * (kMathWarps + kOperands);
+constexpr int kMaxThreads = 32 * (kMathWarps + kOperands * kMaxIssuers);
+static_assert(kThreads == threads(1) && kMaxThreads == threads(kMaxIssuers), "the CTA's threads, one definition");
 static_assert(gemm::kRowPad % kBlockM == 0 && gemm::kRowPad % kWgBlockM == 0, "A's padded rows are whole decode tiles");
 // A stage is two metadata groups (kSteps = 4 instructions along K): A's box is the tile's rows x
 // 128 B (the 128-byte swizzle) of the main kernel's tensor layout, B's two boxes of BlockN columns x
@@ -76,11 +91,12 @@ constexpr int kMinStages = 2, kMaxStages = 24;
 // stage a slot held one round before (stage - stages) is then its own, already consumed, and its
 // wait on the slot's barrier cannot see that round's completion as this one's (a phase parity
 // repeats every two rounds). 15 stages (2026-11-27, H100, 448 CTAs) let a fast warp pass its wait
-// on stale data and faulted the kernel.
-SPMMA_HD constexpr bool valid_stages(int stages, Math m) {
-  return stages >= kMinStages && stages <= kMaxStages && stages % parts(m) == 0;
+// on stale data and faulted the kernel. Likewise of the issuers: a producer warp fills every
+// issuers-th stage, so each slot is one warp's.
+SPMMA_HD constexpr bool valid_stages(int stages, Math m, int issuers = 1) {
+  return stages >= kMinStages && stages <= kMaxStages && stages % parts(m) == 0 && stages % issuers == 0;
 }
-static_assert(valid_stages(kMinStages, Math::warps) && valid_stages(kMaxStages, Math::warps),
+static_assert(valid_stages(kMinStages, Math::warps, kMaxIssuers) && valid_stages(kMaxStages, Math::warps, kMaxIssuers),
               "the bounds are valid depths");
 constexpr int kMaxCtasPerSm = 4;
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <numeric>
 #include <string>
 
 #include "sm90/decode_launch.hpp"
@@ -69,8 +70,9 @@ int64_t per_split(int64_t stages, int64_t want) { return ((stages + want - 1) / 
 //   bf16 and s8, N = 1, 8, 16 on the decode sweep's weights (4096 x 4096, 14336 x 4096, 4096 x
 //   14336, 28672 x 8192, 11008 x 4096): 1.01-1.39x alone, except bf16 4096 x 16 x 14336 (0.95x:
 //   a CTA alone on its SM over a long K runs at the rate its copies issue) - hence K <= 8192
-//   at N > 8 for the 16-bit types unless the decode plan splits K (then bf16 1.05x there; s8
-//   unsplit 1.07x, 2026-11-27 09:19);
+//   at N > 8 for the 16-bit types unless the decode CTAs have two issuers per operand (split K in
+//   2 parts, the second CTA's issuers, gave bf16 1.05x there; s8 unsplit 1.07x, 2026-11-27
+//   09:19; two issuers unsplit 1.01-1.02x that split, 2026-12-07);
 //   fp8 (sm_90 has no fp8 mma.sp: each instruction runs as two f16 ones on operands converted in
 //   the threads' registers, decode.cuh; 2026-11-27 08:59, 2 rounds): at N = 1 and 8 1.00-1.25x
 //   on all five weights (1.0x at 14336 x 8 x 4096); at N = 16 only on the weight of one tile per
@@ -104,47 +106,52 @@ constexpr int kDecodeWideMaxN16 = 32, kDecodeWideMaxN8 = 64, kDecodeWideMaxK = 4
 // decode kernel's depth: as many stages as fit the CTAs that share an SM, at most kMaxStages and
 // no more than K has (fewer stages, more CTAs per SM), in whole rounds of its math warps.
 constexpr int kSmemPerSm = 228 * 1024, kSmemPerCta = 227 * 1024, kReservedPerCta = 1024;
-int decode_stages(int64_t ctas, int block_n, decode::Math m, int sm_count, int64_t k_stages) {
-  const int per_sm = static_cast<int>(std::clamp<int64_t>((ctas + sm_count - 1) / sm_count, 1, decode::kMaxCtasPerSm));
+int decode_ctas_per_sm(int64_t ctas, int sm_count) {
+  return static_cast<int>(std::clamp<int64_t>((ctas + sm_count - 1) / sm_count, 1, decode::kMaxCtasPerSm));
+}
+int decode_stages(int64_t ctas, int block_n, decode::Math m, int sm_count, int64_t k_stages, int issuers) {
+  const int per_sm = decode_ctas_per_sm(ctas, sm_count);
   const int bytes = std::min(kSmemPerCta, kSmemPerSm / per_sm - kReservedPerCta);
   const int fit = (bytes - decode::smem_bytes(block_n, 0, m)) / decode::stage_bytes(block_n, m);
   const int s = static_cast<int>(std::clamp<int64_t>(std::min<int64_t>(fit, k_stages), decode::kMinStages, decode::kMaxStages));
-  return s - s % decode::parts(m);  // whole rounds of the math warps (decode::valid_stages)
+  return s - s % std::lcm(decode::parts(m), issuers);  // whole rounds of the math and producer warps (decode::valid_stages)
 }
 
-// The decode kernel's split K (decode.cuh: the parts of a tile are the CTAs of a cluster), on its
-// warps' math (every type; fp8's warpgroup stays whole): as many parts as keep the CTAs at most
-// kDecodeSplitCtasPerSm per SM, each part at least kDecodeMinSplitStages stages long.
-// - The H100 (2026-11-27 09:19 UTC, cold L2, splits pinned, one binary; docs/benchmarks.md "Split
-//   K and fp8 in the decode kernel"), N = 1, 8, 16: 4096 x N x 14336 (128 tiles, 112 bf16 stages)
-//   in 2 parts ran 1.05-1.10x the speed of 1 (bf16), 0.98-1.00x (s8), 1.01-1.04x (e4m3); 4096 x N
-//   x 4096 (32 stages) 0.91-0.99x; 4 parts (08:49) 0.38-1.13x, and 2 parts of the weights with
-//   more tiles than SMs 0.67-0.98x.
-// - Parts of 16 stages, not 24, since the H200 (132 SMs as the H100's; 2026-11-29 07:59 UTC,
-//   8f27ec7's decode kernel, 3 rounds, bf16 and f16, both pinned in one binary; "The H200 at
-//   8f27ec7", item 3): 4096 x {1, 8, 16} x 4096 (32 stages) in 2 parts ran 1.11-1.23x the speed of
-//   1 with a hot L2, 1.02-1.17x cold (the H100's 0.91-0.99x above was the kernel before its stage
-//   split by metadata group).
-// - Every type on the warps' math, not the 16-bit ones only, since the H200 too ("Split K for the
-//   8-bit types and tf32 in the decode kernel"; cold L2, column-major D, 2 rounds, pinned in one
-//   binary). 14:36 UTC, 2 parts against the plan of then: 4096 x {1, 8, 16} x 14336 (56 stages of
-//   K = 256) s8 1.12-1.25x, e4m3 at N = 1 and 8 1.06-1.09x (N = 16: the main kernel's plan, which
-//   2 parts only matched); 4096 x {1, 16} x 4096 (16 stages: whole by this rule) 0.88-1.01x; 4
-//   parts 0.36-1.18x; the weights with more tiles than SMs 0.61-0.97x. 14:44 UTC, the rule against
-//   1 part: s8 4096 x {1, 8, 16} x 14336 1.13-1.27x, x 8192 (32 stages) 0.99-1.14x cold and
-//   1.10-1.24x hot; e4m3 4096 x {1, 8} x 14336 1.07-1.09x, x 8192 1.01-1.04x; tf32 in 2 parts
-//   against 1, 4096 x {1, 8, 16} x 4096 (64 stages of K = 64) 1.23-1.39x, 4096 x {1, 16} x 14336
-//   1.50-1.61x (the latter 1.35x the main kernel, the plan of then at N = 16).
-// - The H100 again (2026-12-07 11:06-11:13 UTC, HEAD's kernel, 5 rounds over two calls, bf16 and
-//   f16 4096 x {1, 8, 16} x 4096, 1 part pinned against this rule's 2; "The fixed PDL test, split
-//   K on the H100's 4096-row weights"): 2 parts ran 1.16-1.17x hot at N = 1 and 8, 1.08x at 16;
-//   cold 0.98x at N = 1 and 8, 0.91x at 16 (layer after layer 0.99x and 0.95x). A trade between
-//   the hot and the cold row on one card that the H200 does not make: kept. One CTA alone on its
-//   SM ran as fast hot as cold, at its producers' issue rate; with two producer warps per operand
-//   it ran 1.15-1.16x hot and 1.07-1.10x cold against this rule (12:00 UTC), which
-//   docs/data/decode-issuers.patch turns into the plan's choice, split K a pin (built, not yet
-//   run on a GPU; docs/benchmarks.md "Two producer warps per operand in the decode kernel").
-constexpr int kDecodeSplitCtasPerSm = 2, kDecodeMinSplitStages = 16;
+// The decode kernel's producer warps per operand (decode_tiles.hpp): decode::kMaxIssuers where it
+// has at most decode::kMaxIssuerCtasPerSm CTAs per SM, else one. Measured on the H100
+// (2026-12-07 12:00 UTC, 2 rounds, hot and cold L2, column-major D, both in one call, every row
+// verified, a build with two per operand everywhere; docs/benchmarks.md "Two producer warps per
+// operand in the decode kernel"): with 1 CTA per SM (4096-row weights, K whole) bf16, s8 and
+// e4m3 at N = 1, 8, 16 and K = 4096, 14336 ran 1.07-1.51x hot and 1.00-1.17x cold (e4m3 at N = 16
+// aside: that build bounded its registers to 48, see decode.cuh); with 2 (K in 2 parts, the plan
+// of then) 0.99-1.16x hot and 0.99-1.01x cold; with 3 (11008 x 16 x 4096, 344 CTAs) 0.80-0.90x.
+// This rule against the split plan before it (15:00 UTC, same calls, 3 rounds of the whole decode
+// sweep, bf16, e4m3, s8; "Two producer warps per operand, the plan's choice"): bf16 4096 x {1,
+// 8, 16, 32} x 4096 1.06-1.13x cold and 1.12-1.24x hot, s8 there 1.14-1.22x hot, tf32 1.03-1.08x;
+// 210 rows geomean 1.014x; s8 4096 x 64 x 4096 (one issuer, the same configuration) 0.95x.
+int decode_issuers(int64_t ctas, int sm_count) {
+  return decode_ctas_per_sm(ctas, sm_count) <= decode::kMaxIssuerCtasPerSm ? decode::kMaxIssuers : 1;
+}
+
+// The decode kernel's split K (decode.cuh: the parts of a tile are the CTAs of a cluster) is a pin
+// (PlanOptions::splits), no longer the plan's: its gain was the second CTA's producers on the SM,
+// which two issuers per operand give one CTA without the parts' hand-over. On the H100
+// (2026-12-07 12:00 UTC, the A/B above): unsplit with two issuers against the plan of then (2 parts,
+// one issuer each) at bf16 4096 x {1, 8, 16} x 4096 1.15-1.16x hot and 1.07-1.10x cold, bf16,
+// s8 and e4m3 4096 x {1, 16} x 14336 1.01-1.14x hot and 1.00-1.06x cold; 2 parts with two
+// issuers each ran 0.99-1.03x of 2 parts with one on bf16 x 14336 and at N = 16, where unsplit
+// ran 1.01-1.13x faster than them. What the plan took before, and why:
+// - the H100 (2026-11-27 09:19 UTC, cold L2; "Split K and fp8 in the decode kernel"): 4096 x N x
+//   14336 in 2 parts 1.05-1.10x (bf16), 0.98-1.00x (s8), 1.01-1.04x (e4m3); 4096 x N x 4096
+//   0.91-0.99x; 4 parts 0.38-1.13x;
+// - the H200 (2026-11-29; "The H200 at 8f27ec7", "Split K for the 8-bit types and tf32 in the
+//   decode kernel"): 4096 x {1, 8, 16} x 4096 in 2 parts of 16 stages 1.11-1.23x hot, 1.02-1.17x
+//   cold; s8 x 14336 1.12-1.27x; tf32 4096 x {1, 8, 16} x 4096 1.23-1.39x, x 14336 1.50-1.61x;
+// - the H100 again (2026-12-07 11:06-11:13 UTC; "The fixed PDL test, split K on the H100's
+//   4096-row weights"): bf16 and f16 4096 x {1, 8, 16} x 4096 in 2 parts 1.08-1.17x hot, 0.91-0.98x
+//   cold: one CTA alone on its SM took the same time hot and cold, its copies' issue rate.
+// Two issuers without the split were not measured on the H200; tf32 on the H100 ran 1.03-1.08x the
+// split at 4096 x {1, 8, 16} x 4096 with them (2026-12-07 15:00 UTC, the A/B of decode_issuers).
 
 // fp8's math in the decode kernel: the warpgroup's (wgmma.sp on 64-row tiles, no conversions) on
 // weights of at least one such tile per SM, the warps' (two f16 mma.sp per instruction on 32-row
@@ -185,9 +192,6 @@ Config choose_decode(const MatmulDesc& d, int inst_k, int sm_count, int pinned_s
       fail(Status::not_supported, "PlanOptions.splits = " + std::to_string(pinned_splits) + ": the decode kernel splits K in at most " +
                                       std::to_string(decode::kMaxSplits) + " parts (the CTAs of a cluster)");
     want = pinned_splits;
-  } else if (math == decode::Math::warps) {
-    for (int s = 2; s <= decode::kMaxSplits; ++s)
-      if (tiles * s <= int64_t{sm_count} * kDecodeSplitCtasPerSm && k_stages / s >= kDecodeMinSplitStages) want = s;
   }
   const int64_t per = decode::split_stages(k_stages, want), got = (k_stages + per - 1) / per;
   if (pinned_splits && got != pinned_splits)
@@ -196,7 +200,8 @@ Config choose_decode(const MatmulDesc& d, int inst_k, int sm_count, int pinned_s
                                     std::to_string(decode::kGroups * 2 * inst_k) + " of K each), and " +
                                     std::to_string(got) + " part(s) of " + std::to_string(per) + " would run");
   if (got > 1) c.splits = static_cast<int>(got), c.stages_per_split = static_cast<int>(per);
-  c.stages = decode_stages(tiles * c.splits, c.block_n, math, sm_count, got > 1 ? per : k_stages);
+  c.issuers = decode_issuers(tiles * c.splits, sm_count);
+  c.stages = decode_stages(tiles * c.splits, c.block_n, math, sm_count, got > 1 ? per : k_stages, c.issuers);
   return c;
 }
 
@@ -240,7 +245,7 @@ Config choose(const MatmulDesc& d, bool promoted, int inst_k, int sm_count, cons
                       : detail::gemm_promotes(d.a_type)
                           ? d.n <= kFp8DecodeMaxN || c.block_m == decode::kWgBlockM ||
                                 (d.k <= kFp8DecodeMaxK && tiles * 3 <= sm_count * 2)
-                          : d.n <= 8 || d.k <= kDecodeMaxKWide || memory_bits(d.a_type) == 8 || c.splits > 1;
+                          : d.n <= 8 || d.k <= kDecodeMaxKWide || memory_bits(d.a_type) == 8 || c.issuers > 1;
     if (decode_ctas * 2 >= sm_count && wins) {
       c.dependent_launch = pins.dependent_launch;
       return c;

@@ -23,8 +23,9 @@ struct Config {
   bool dependent_launch = true;  // programmatic dependent launch (PlanOptions::dependent_launch)
   // The decode kernel (decode.cuh) instead: block_m 32, block_n 8 or 16, `stages` its pipeline's
   // depth, split K in `splits` parts of stages_per_split of its stages (kGroups metadata groups
-  // each); no clusters along M or persistent grid.
+  // each), `issuers` producer warps per operand; no clusters along M or persistent grid.
   bool decode = false;
+  int issuers = 1;
 };
 
 // The configuration for desc (fp8 sums promoted or not; the instruction's K is inst_k) on a GPU
