@@ -309,6 +309,11 @@ TEST(MatmulRules, PlanOptionsOnTheCpu) {
   p.tile_m = -32;
   expect_error([&] { Plan(h, d, p); }, Status::invalid_argument, {"tile_m = -32", "must not be negative"});
   p = {};
+  p.issuers = 2;
+  expect_error([&] { Plan(h, d, p); }, Status::not_supported, {"CPU backend has none"});
+  p.issuers = -1;
+  expect_error([&] { Plan(h, d, p); }, Status::invalid_argument, {"issuers = -1", "must not be negative"});
+  p = {};
   p.splits = -1;
   expect_error([&] { Plan(h, d, p); }, Status::invalid_argument, {"splits = -1", "must not be negative"});
   p = {};

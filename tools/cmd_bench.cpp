@@ -85,7 +85,7 @@ void register_bench(CLI::App& app) {
     bool json = false, cpu = false, fast_accum = false, quiet = false;
     int reps = 30;
     std::string kernel = "auto";
-    int tile_n = 0, tile_m = 0, splits = 0, group_m = 0, cluster_m = 0, promotion_k = 0;
+    int tile_n = 0, tile_m = 0, issuers = 0, splits = 0, group_m = 0, cluster_m = 0, promotion_k = 0;
     std::string grid = "auto";
     bool no_dependent_launch = false;
     bool bias = false, scales = false;
@@ -130,6 +130,8 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--tile-m", o->tile_m,
                   "the decode kernel's CTA tile rows: 32 (mma.sp per warp) or 64 (fp8: wgmma.sp per warpgroup) "
                   "(PlanOptions.tile_m; pins the decode kernel)");
+  cmd->add_option("--issuers", o->issuers,
+                  "the decode kernel's producer warps per operand, 1 or 2 (PlanOptions.issuers; pins the decode kernel)");
   cmd->add_option("--splits", o->splits, "sm90 split K: 1 (none) to 8, the CTAs of a cluster; 1 to 4 with --kernel decode (PlanOptions.splits)");
   cmd->add_option("--group-m", o->group_m, "sm90 rasterization: M tiles per group (PlanOptions.group_m)");
   cmd->add_option("--cluster-m", o->cluster_m, "sm90: CTAs per cluster along M, 1 or 2 (PlanOptions.cluster_m)");
@@ -239,7 +241,7 @@ void register_bench(CLI::App& app) {
                      : o->kernel == "sm80"   ? KernelFamily::sm80
                      : o->kernel == "decode" ? KernelFamily::decode
                                              : KernelFamily::automatic;
-    bo.plan.tile_n = o->tile_n, bo.plan.tile_m = o->tile_m, bo.plan.splits = o->splits, bo.plan.group_m = o->group_m;
+    bo.plan.tile_n = o->tile_n, bo.plan.tile_m = o->tile_m, bo.plan.issuers = o->issuers, bo.plan.splits = o->splits, bo.plan.group_m = o->group_m;
     bo.plan.cluster_m = o->cluster_m, bo.plan.promotion_k = o->promotion_k;
     bo.plan.dependent_launch = !o->no_dependent_launch;
     bo.plan.grid = o->grid == "persistent" ? GridKind::persistent : o->grid == "per-tile" ? GridKind::per_tile : GridKind::automatic;

@@ -234,6 +234,8 @@ struct PlanOptions {
   int tile_n = 0;   // sm90: the CTA tile's N (64, 128, 256; 192 too for fp8 with promoted sums)
   int tile_m = 0;   // the decode kernel: its CTA tile's rows, 32 (mma.sp per warp) or 64 (fp8: wgmma.sp per warpgroup);
                     // pins the decode kernel
+  int issuers = 0;  // the decode kernel: producer warps per operand, 1 or 2 (taking the stages in turn: a CTA alone on its
+                    // SM runs at its copies' issue rate); pins the decode kernel
   int splits = 0;   // sm90: split K into this many parts (1 = none, up to 8: the CTAs of a cluster; each at least 2 stages;
                     // the decode kernel: up to 4)
   int group_m = 0;  // sm90: rasterization, M tiles walked before the next N tiles (1 .. 1024)

@@ -26,11 +26,11 @@ struct OperandLayout {
 };
 OperandLayout operand_layout(const MatmulDesc& d);
 
-// Whether the options pin a kernel's own choices (tile, rows, splits, rasterization, clusters,
-// grid, dependent launch, fp8 promotion) beyond its family: the one list that both backends
+// Whether the options pin a kernel's own choices (tile, rows, producer warps, splits,
+// rasterization, clusters, grid, dependent launch, fp8 promotion) beyond its family: the one list that both backends
 // refuse where the plan runs a kernel that has no such choice (the CPU's routine, the sm80 kernel).
 inline bool pins_kernel_choices(const PlanOptions& o) {
-  return o.tile_n || o.tile_m || o.splits || o.group_m || o.cluster_m || o.grid != GridKind::automatic ||
+  return o.tile_n || o.tile_m || o.issuers || o.splits || o.group_m || o.cluster_m || o.grid != GridKind::automatic ||
          !o.dependent_launch || o.promotion_k;
 }
 

@@ -569,10 +569,11 @@ Plan::Plan(Handle& h, const MatmulDesc& desc, const PlanOptions& options) : impl
   if (options.grid != GridKind::automatic && options.grid != GridKind::persistent && options.grid != GridKind::per_tile)
     fail(Status::invalid_argument,
          "PlanOptions.grid = " + str(static_cast<int64_t>(options.grid)) + " is not a GridKind");
-  if (options.tile_n < 0 || options.tile_m < 0 || options.splits < 0 || options.group_m < 0 || options.cluster_m < 0 ||
-      options.promotion_k < 0)
+  if (options.tile_n < 0 || options.tile_m < 0 || options.issuers < 0 || options.splits < 0 || options.group_m < 0 ||
+      options.cluster_m < 0 || options.promotion_k < 0)
     fail(Status::invalid_argument, "PlanOptions: tile_n = " + str(int64_t{options.tile_n}) + ", tile_m = " +
-                                       str(int64_t{options.tile_m}) + ", splits = " +
+                                       str(int64_t{options.tile_m}) + ", issuers = " + str(int64_t{options.issuers}) +
+                                       ", splits = " +
                                        str(int64_t{options.splits}) + ", group_m = " + str(int64_t{options.group_m}) +
                                        ", cluster_m = " + str(int64_t{options.cluster_m}) +
                                        ", promotion_k = " + str(int64_t{options.promotion_k}) +

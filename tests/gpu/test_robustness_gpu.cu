@@ -1899,22 +1899,26 @@ TEST_F(Robust, DecodeKernelWarpgroupMathMatchesTheCpu) {
 // The decode kernel's pipeline shallow (several CTAs per SM: 450 CTAs of a 150-entry batch take
 // 12 stages each) and much shorter than K (53 stages): each math warp takes every 2nd stage, and
 // a warp may run ahead of the others; every run again must give the same bytes (15 stages, not a
-// whole number of the warps' rounds, faulted the kernel on the H100, decode_tiles.hpp).
+// whole number of the warps' rounds, faulted the kernel on the H100, decode_tiles.hpp). With the
+// plan's one producer warp per operand and with two pinned (PlanOptions::issuers), each of them
+// filling every 2nd stage of the short ring.
 TEST_F(Robust, DecodeKernelShallowPipelineMatchesTheCpu) {
   if (supported_types(*h_).empty()) GTEST_SKIP() << "no GPU";
   if (!sm90_runs()) GTEST_SKIP() << "the decode kernel is sm_90a machine code";
   std::mt19937_64 rng(seed() + 23);
-  for (auto [a, cd, n] : {std::tuple{T::bf16, T::bf16, 5}, std::tuple{T::s8, T::s32, 13}}) {
+  for (auto [a, cd, n, issuers] : {std::tuple{T::bf16, T::bf16, 5, 0}, std::tuple{T::s8, T::s32, 13, 0},
+                                    std::tuple{T::bf16, T::f32, 13, 2}, std::tuple{T::s8, T::s32, 5, 2}}) {
     MatmulDesc d = desc_of(a, a, cd, 96, n, 53 * 2 * kstep(a));
     d.batch = 150, d.cd_order = Order::col_major;
-    SCOPED_TRACE(std::string(type_name(a)) + " N " + std::to_string(n));
+    SCOPED_TRACE(std::string(type_name(a)) + " N " + std::to_string(n) + " issuers " + std::to_string(issuers));
     RunOpts o;
     o.plan.kernel = KernelFamily::decode;
+    o.plan.issuers = issuers;  // 2: pinned against the plan's 1, each warp of an operand taking every 2nd stage
     o.repeat = true;
     const PlanInfo info = Plan(*h_, d, o.plan).info();
-    EXPECT_EQ(info.stages % 2, 0);  // whole rounds of the two math warps of a row group
+    EXPECT_EQ(info.stages % 2, 0);  // whole rounds of the two math warps of a row group (and of the issuers)
     EXPECT_LT(info.stages, 53);
-    EXPECT_EQ(info.issuers, 1);  // 4 CTAs per SM: one producer warp per operand
+    EXPECT_EQ(info.issuers, issuers ? issuers : 1);  // 4 CTAs per SM: one producer warp per operand
     Images im = make_images(d, rng, {});
     twin(d, im, o, *h_);
   }
@@ -2130,6 +2134,22 @@ TEST_F(Robust, DecodeKernelIsChosenForSmallNOnEnoughRows) {
                {"splits = 3", "2 stage(s)"});
   pinned.tile_n = 64;
   expect_error([&] { (void)info(4096, 16, pinned); }, Status::not_supported, {"decode kernel", "tile_n"});
+  // issuers: the decode kernel's producer warps per operand (and the decode kernel with it), 1 or
+  // 2, against the plan's choice either way; the depth stays a whole number of their rounds.
+  PlanOptions producers;
+  producers.issuers = 1;
+  EXPECT_EQ(info(4096, 16, producers).kernel, KernelFamily::decode);
+  EXPECT_EQ(info(4096, 16, producers).issuers, 1);  // the plan's 2: 128 CTAs, one per SM
+  producers.issuers = 2;
+  EXPECT_EQ(info(28672, 16, producers).issuers, 2);  // the plan's 1: 896 CTAs
+  EXPECT_EQ(info(28672, 16, producers).stages % 2, 0);
+  EXPECT_EQ(info(28672, 16, producers).kernel, KernelFamily::decode);
+  producers.issuers = 3;
+  expect_error([&] { (void)info(4096, 16, producers); }, Status::invalid_argument, {"issuers = 3", "1 to 2"});
+  producers.issuers = 1, producers.kernel = KernelFamily::sm90;
+  expect_error([&] { (void)info(4096, 16, producers); }, Status::not_supported, {"issuers = 1", "kernel = sm90"});
+  producers.kernel = KernelFamily::automatic, producers.group_m = 4;
+  expect_error([&] { (void)info(4096, 16, producers); }, Status::not_supported, {"group_m", "decode kernel"});
   // tile_m: the decode kernel's rows (and the decode kernel with it), 64 for fp8 only.
   PlanOptions rows;
   rows.tile_m = 64;

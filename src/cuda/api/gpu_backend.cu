@@ -266,15 +266,16 @@ struct GpuBackend final : Backend {
     else if (!image.sm90a) k.sm80_why = "the loaded machine code is not sm_90a";
     else if (!sm90::covers(a, b)) k.sm80_why = "no wgmma.sp form for these types";
     else if (pins.kernel == KernelFamily::sm80) k.sm80_why = "PlanOptions.kernel = sm80";
-    if ((pins.kernel == KernelFamily::sm90 || pins.kernel == KernelFamily::decode || pins.tile_m) && !sm90_runs(a, b))
+    if ((pins.kernel == KernelFamily::sm90 || pins.kernel == KernelFamily::decode || pins.tile_m || pins.issuers) && !sm90_runs(a, b))
       fail(Status::not_supported, std::string("PlanOptions.") +
                                       (pins.kernel == KernelFamily::sm90      ? "kernel = sm90"
                                        : pins.kernel == KernelFamily::decode ? "kernel = decode"
-                                                                             : "tile_m (the decode kernel)") +
+                                       : pins.tile_m                         ? "tile_m (the decode kernel)"
+                                                                             : "issuers (the decode kernel)") +
                                       ": the sm90 kernels cannot run this plan (" + k.sm80_why + ")");
     if (!k.sm80_why.empty()) {
       if (pins_kernel_choices(pins))
-        fail(Status::not_supported, "PlanOptions: tile_n, tile_m, splits, group_m, cluster_m, grid, dependent_launch and promotion_k pin the sm90 "
+        fail(Status::not_supported, "PlanOptions: tile_n, tile_m, issuers, splits, group_m, cluster_m, grid, dependent_launch and promotion_k pin the sm90 "
                                     "kernels' choices; this plan runs "
                                     "the sm80 kernel (" + k.sm80_why + "), whose tile is fixed (" + sm80::describe_tile() +
                                     ") and which has no split K");

@@ -177,7 +177,10 @@ decode::Math decode_math(const MatmulDesc& d, int sm_count, int pinned_rows) {
   return wg ? decode::Math::warpgroup : decode::Math::warps;
 }
 
-Config choose_decode(const MatmulDesc& d, int inst_k, int sm_count, int pinned_splits, int pinned_rows) {
+Config choose_decode(const MatmulDesc& d, int inst_k, int sm_count, int pinned_splits, int pinned_rows, int pinned_issuers) {
+  if (pinned_issuers > decode::kMaxIssuers)
+    fail(Status::invalid_argument, "PlanOptions.issuers = " + std::to_string(pinned_issuers) + ": the decode kernel has 1 to " +
+                                       std::to_string(decode::kMaxIssuers) + " producer warps per operand");
   Config c;
   c.decode = true;
   const decode::Math math = decode_math(d, sm_count, pinned_rows);
@@ -200,7 +203,7 @@ Config choose_decode(const MatmulDesc& d, int inst_k, int sm_count, int pinned_s
                                     std::to_string(decode::kGroups * 2 * inst_k) + " of K each), and " +
                                     std::to_string(got) + " part(s) of " + std::to_string(per) + " would run");
   if (got > 1) c.splits = static_cast<int>(got), c.stages_per_split = static_cast<int>(per);
-  c.issuers = decode_issuers(tiles * c.splits, sm_count);
+  c.issuers = pinned_issuers ? pinned_issuers : decode_issuers(tiles * c.splits, sm_count);
   c.stages = decode_stages(tiles * c.splits, c.block_n, math, sm_count, got > 1 ? per : k_stages, c.issuers);
   return c;
 }
@@ -213,6 +216,9 @@ Config choose(const MatmulDesc& d, bool promoted, int inst_k, int sm_count, cons
   if (pins.tile_m && pins.kernel == KernelFamily::sm90)
     fail(Status::not_supported, "PlanOptions.tile_m = " + std::to_string(pins.tile_m) +
                                     " pins the decode kernel's rows; PlanOptions.kernel = sm90 pins the main kernel");
+  if (pins.issuers && pins.kernel == KernelFamily::sm90)
+    fail(Status::not_supported, "PlanOptions.issuers = " + std::to_string(pins.issuers) +
+                                    " pins the decode kernel's producer warps; PlanOptions.kernel = sm90 pins the main kernel");
   const int stage_k = kStepsPerStage * inst_k;  // fp8: 128
   if (pins.promotion_k && !promoted)
     fail(Status::not_supported, "PlanOptions.promotion_k = " + std::to_string(pins.promotion_k) + ": this plan's sums " +
@@ -223,12 +229,12 @@ Config choose(const MatmulDesc& d, bool promoted, int inst_k, int sm_count, cons
     fail(Status::invalid_argument, "PlanOptions.promotion_k = " + std::to_string(pins.promotion_k) +
                                        ": the sm90 kernel promotes fp8 sums every " + std::to_string(stage_k) + " or " +
                                        std::to_string(2 * stage_k) + " of K (one or two pipeline stages)");
-  if (pins.kernel == KernelFamily::decode || pins.tile_m) {
+  if (pins.kernel == KernelFamily::decode || pins.tile_m || pins.issuers) {
     if (pins.tile_n || pins.group_m || pins.cluster_m || pins.grid != GridKind::automatic || pins.promotion_k)
       fail(Status::not_supported, "PlanOptions: tile_n, group_m, cluster_m, grid and promotion_k pin the main sm90 "
-                                  "kernel's choices; the decode kernel (PlanOptions.kernel = decode or tile_m) has tiles of "
+                                  "kernel's choices; the decode kernel (PlanOptions.kernel = decode, tile_m or issuers) has tiles of "
                                   "32 rows (fp8 also 64) 8 or 16 wide, one CTA per tile or per part of K (splits)");
-    Config c = choose_decode(d, inst_k, sm_count, pins.splits, pins.tile_m);
+    Config c = choose_decode(d, inst_k, sm_count, pins.splits, pins.tile_m, pins.issuers);
     c.dependent_launch = pins.dependent_launch;
     return c;
   }
@@ -240,7 +246,7 @@ Config choose(const MatmulDesc& d, bool promoted, int inst_k, int sm_count, cons
     // only weights of many), and in this kernel's.
     const int64_t decode_ctas = decode::ctas(m_pad, d.n, decode::tile_width(d.n), decode::Math::warps) * d.batch,
                   tiles = m_pad / kBlockM * d.batch;
-    Config c = choose_decode(d, inst_k, sm_count, 0, 0);
+    Config c = choose_decode(d, inst_k, sm_count, 0, 0, 0);
     const bool wins = d.n > kDecodeMaxN ? d.k <= kDecodeWideMaxK && tiles * kDecodeWideTilesPerSm <= sm_count
                       : detail::gemm_promotes(d.a_type)
                           ? d.n <= kFp8DecodeMaxN || c.block_m == decode::kWgBlockM ||
