@@ -266,7 +266,7 @@ struct GpuBackend final : Backend {
     else if (!image.sm90a) k.sm80_why = "the loaded machine code is not sm_90a";
     else if (!sm90::covers(a, b)) k.sm80_why = "no wgmma.sp form for these types";
     else if (pins.kernel == KernelFamily::sm80) k.sm80_why = "PlanOptions.kernel = sm80";
-    if ((pins.kernel == KernelFamily::sm90 || pins.kernel == KernelFamily::decode || pins.tile_m || pins.issuers) && !sm90_runs(a, b))
+    if ((pins.kernel == KernelFamily::sm90 || sm90::pins_decode(pins)) && !sm90_runs(a, b))
       fail(Status::not_supported, std::string("PlanOptions.") +
                                       (pins.kernel == KernelFamily::sm90      ? "kernel = sm90"
                                        : pins.kernel == KernelFamily::decode ? "kernel = decode"

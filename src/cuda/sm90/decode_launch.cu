@@ -2,8 +2,6 @@
 // Host side of the sm90 decode kernel: table lookup, description and the grids over batch entries.
 #include "sm90/decode_launch.hpp"
 
-#include <numeric>
-
 #include "spmma/error.hpp"
 
 namespace spmma::sm90::decode {
@@ -36,7 +34,7 @@ std::vector<cuda::Launch> prepare(const Entry& e, const gemm::Params& p) {
   if (!valid_stages(p.decode_stages, e.math, p.decode_issuers))
     fail(Status::internal, "the decode kernel cannot run " + std::to_string(p.decode_stages) + " stages (" +
                                std::to_string(kMinStages) + " to " + std::to_string(kMaxStages) + ", a multiple of " +
-                               std::to_string(std::lcm(parts(e.math), p.decode_issuers)) + ")");
+                               std::to_string(depth_step(e.math, p.decode_issuers)) + ")");
   if (p.splits < 1 || p.splits > kMaxSplits)
     fail(Status::internal, "the decode kernel cannot split K in " + std::to_string(p.splits) + " parts (1 to " +
                                std::to_string(kMaxSplits) + ")");

@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <iterator>
+#include <numeric>
 
 #include "common/device_layout.hpp"
 #include "sm90/tiles.hpp"
@@ -92,9 +93,11 @@ constexpr int kMinStages = 2, kMaxStages = 24;
 // wait on the slot's barrier cannot see that round's completion as this one's (a phase parity
 // repeats every two rounds). 15 stages (2026-11-27, H100, 448 CTAs) let a fast warp pass its wait
 // on stale data and faulted the kernel. Likewise of the issuers: a producer warp fills every
-// issuers-th stage, so each slot is one warp's.
-SPMMA_HD constexpr bool valid_stages(int stages, Math m, int issuers = 1) {
-  return stages >= kMinStages && stages <= kMaxStages && stages % parts(m) == 0 && stages % issuers == 0;
+// issuers-th stage, so each slot is one warp's. depth_step: the depth's multiple, whole rounds of
+// both (the plan rounds its depth down to it, heuristics.cu). Host only: the plan and the launch.
+constexpr int depth_step(Math m, int issuers) { return std::lcm(parts(m), issuers); }
+constexpr bool valid_stages(int stages, Math m, int issuers = 1) {
+  return stages >= kMinStages && stages <= kMaxStages && stages % depth_step(m, issuers) == 0;
 }
 static_assert(valid_stages(kMinStages, Math::warps, kMaxIssuers) && valid_stages(kMaxStages, Math::warps, kMaxIssuers),
               "the bounds are valid depths");

@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <iterator>
-#include <numeric>
 #include <string>
+#include <tuple>
 
 #include "sm90/decode_launch.hpp"
 #include "sm90/launch_sm90.hpp"
@@ -114,7 +114,7 @@ int decode_stages(int64_t ctas, int block_n, decode::Math m, int sm_count, int64
   const int bytes = std::min(kSmemPerCta, kSmemPerSm / per_sm - kReservedPerCta);
   const int fit = (bytes - decode::smem_bytes(block_n, 0, m)) / decode::stage_bytes(block_n, m);
   const int s = static_cast<int>(std::clamp<int64_t>(std::min<int64_t>(fit, k_stages), decode::kMinStages, decode::kMaxStages));
-  return s - s % std::lcm(decode::parts(m), issuers);  // whole rounds of the math and producer warps (decode::valid_stages)
+  return s - s % decode::depth_step(m, issuers);  // whole rounds of the math and producer warps (decode::valid_stages)
 }
 
 // The decode kernel's producer warps per operand (decode_tiles.hpp): decode::kMaxIssuers where it
@@ -213,12 +213,11 @@ Config choose_decode(const MatmulDesc& d, int inst_k, int sm_count, int pinned_s
 Config choose(const MatmulDesc& d, bool promoted, int inst_k, int sm_count, const PlanOptions& pins) {
   const bool main_pinned = pins.tile_n || pins.splits || pins.group_m || pins.cluster_m || pins.grid != GridKind::automatic ||
                            pins.promotion_k;
-  if (pins.tile_m && pins.kernel == KernelFamily::sm90)
-    fail(Status::not_supported, "PlanOptions.tile_m = " + std::to_string(pins.tile_m) +
-                                    " pins the decode kernel's rows; PlanOptions.kernel = sm90 pins the main kernel");
-  if (pins.issuers && pins.kernel == KernelFamily::sm90)
-    fail(Status::not_supported, "PlanOptions.issuers = " + std::to_string(pins.issuers) +
-                                    " pins the decode kernel's producer warps; PlanOptions.kernel = sm90 pins the main kernel");
+  // The decode kernel's own choices against a pinned main kernel.
+  for (const auto& [name, value, what] : {std::tuple{"tile_m", pins.tile_m, "rows"}, std::tuple{"issuers", pins.issuers, "producer warps"}})
+    if (value && pins.kernel == KernelFamily::sm90)
+      fail(Status::not_supported, std::string("PlanOptions.") + name + " = " + std::to_string(value) + " pins the decode kernel's " +
+                                      what + "; PlanOptions.kernel = sm90 pins the main kernel");
   const int stage_k = kStepsPerStage * inst_k;  // fp8: 128
   if (pins.promotion_k && !promoted)
     fail(Status::not_supported, "PlanOptions.promotion_k = " + std::to_string(pins.promotion_k) + ": this plan's sums " +
@@ -229,7 +228,7 @@ Config choose(const MatmulDesc& d, bool promoted, int inst_k, int sm_count, cons
     fail(Status::invalid_argument, "PlanOptions.promotion_k = " + std::to_string(pins.promotion_k) +
                                        ": the sm90 kernel promotes fp8 sums every " + std::to_string(stage_k) + " or " +
                                        std::to_string(2 * stage_k) + " of K (one or two pipeline stages)");
-  if (pins.kernel == KernelFamily::decode || pins.tile_m || pins.issuers) {
+  if (pins_decode(pins)) {
     if (pins.tile_n || pins.group_m || pins.cluster_m || pins.grid != GridKind::automatic || pins.promotion_k)
       fail(Status::not_supported, "PlanOptions: tile_n, group_m, cluster_m, grid and promotion_k pin the main sm90 "
                                   "kernel's choices; the decode kernel (PlanOptions.kernel = decode, tile_m or issuers) has tiles of "

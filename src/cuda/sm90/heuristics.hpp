@@ -28,6 +28,10 @@ struct Config {
   int issuers = 1;
 };
 
+// Whether the options pin the decode kernel: its family, or a choice only it has (its rows, its
+// producer warps per operand).
+inline bool pins_decode(const PlanOptions& o) { return o.kernel == KernelFamily::decode || o.tile_m || o.issuers; }
+
 // The configuration for desc (fp8 sums promoted or not; the instruction's K is inst_k) on a GPU
 // with sm_count SMs: the decode kernel or the main kernel and its choices. Throws invalid_argument for a pinned value no kernel has, not_supported for
 // one this problem cannot take (naming what it can).
