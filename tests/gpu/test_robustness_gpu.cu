@@ -1792,6 +1792,9 @@ TEST_F(Robust, DecodeKernelMatchesTheCpu) {
                    std::to_string(d.k) + " batch " + std::to_string(d.batch));
       RunOpts o;
       o.plan.kernel = KernelFamily::decode;
+      // fp8 on the warps' math (32-row tiles, converted) here, at N > 16 too, where the plan takes
+      // the warpgroup's (DecodeKernelWarpgroupMathMatchesTheCpu)
+      if (detail::gemm_promotes(tc.a)) o.plan.tile_m = 32;
       o.alpha = rep == 1 ? 0.75f : 1.f;
       o.beta = rng() % 2 ? 0.5f : 0.f;
       if (rep == 2) {  // the plain epilogue
@@ -2036,22 +2039,40 @@ TEST_F(Robust, DecodeKernelIsChosenForSmallNOnEnoughRows) {
   EXPECT_EQ(info(4096, 16).tile_n, 16);
   EXPECT_EQ(info(4096, 8).tile_n, 8);
   EXPECT_EQ(info(4096, 1).kernel, KernelFamily::decode);
-  // Past its widest tile (N tiles of 16, each reading A's tile) on weights whose main-kernel tiles
-  // reach at most a quarter of the SMs and its own at least half, K <= 4096: N <= 32 for the
-  // 16-bit types, 64 for s8.
+  // Past its widest tile (N tiles of 16, each reading A's tile; fp8 on the warpgroup's 64-row
+  // tiles) on weights whose main-kernel tiles reach at most half the SMs, its own CTAs (32-row
+  // tiles x N tiles) at least half of them and at most 4 per SM: N <= 32, or 64 for the 8-bit
+  // types on at most a quarter of the SMs' worth of main-kernel tiles with K <= 8192; K <= 8192
+  // (tf32: 4096) or the decode CTAs on every SM.
   EXPECT_EQ(info(4096, 17).kernel, KernelFamily::decode);
   EXPECT_EQ(info(4096, 32).kernel, KernelFamily::decode);
   EXPECT_EQ(info(4096, 32).tile_n, 16);
   EXPECT_EQ(info(4096, 33).kernel, KernelFamily::sm90);
-  EXPECT_EQ(info(11008, 32).kernel, KernelFamily::sm90);  // 86 tiles of 128 rows
+  EXPECT_EQ(info(11008, 32).kernel, KernelFamily::sm90);  // 86 tiles of 128 rows: past half the SMs
+  EXPECT_EQ(info(8192, 32).kernel, KernelFamily::decode);  // 64 tiles; 512 decode CTAs, under 4 per SM
   EXPECT_EQ(info(1024, 32).kernel, KernelFamily::sm90);   // 64 decode CTAs: under half the SMs
   EXPECT_EQ(plan_info(*h_, T::s8, 4096, 64, 4096).kernel, KernelFamily::decode);
   EXPECT_EQ(plan_info(*h_, T::s8, 4096, 65, 4096).kernel, KernelFamily::sm90);
+  EXPECT_EQ(plan_info(*h_, T::s8, 4096, 64, 8192).kernel, KernelFamily::decode);
+  EXPECT_EQ(plan_info(*h_, T::s8, 4096, 64, 14336).kernel, KernelFamily::sm90);  // N > 32 only to K = 8192
+  EXPECT_EQ(plan_info(*h_, T::s8, 8192, 64, 4096).kernel, KernelFamily::sm90);   // ... on at most 33 tiles
+  EXPECT_EQ(plan_info(*h_, T::s8, 8192, 32, 14336).kernel, KernelFamily::decode);
   EXPECT_EQ(plan_info(*h_, T::f16, 4096, 24, 4096).kernel, KernelFamily::decode);
-  EXPECT_EQ(plan_info(*h_, T::bf16, 4096, 32, 14336).kernel, KernelFamily::sm90);  // K > 4096
-  EXPECT_EQ(plan_info(*h_, T::bf16, 4096, 32, 4096, {}, 2).kernel, KernelFamily::sm90);  // a batch of 2: 64 tiles
-  EXPECT_EQ(plan_info(*h_, T::e4m3, 4096, 32, 4096).kernel, KernelFamily::sm90);  // fp8: the main kernel
-  EXPECT_EQ(plan_info(*h_, T::tf32, 4096, 32, 4096).kernel, KernelFamily::sm90);  // not measured: the main kernel
+  EXPECT_EQ(plan_info(*h_, T::bf16, 4096, 32, 14336).kernel, KernelFamily::decode);  // 256 decode CTAs: every SM
+  EXPECT_EQ(plan_info(*h_, T::bf16, 2048, 32, 8192).kernel, KernelFamily::decode);
+  EXPECT_EQ(plan_info(*h_, T::bf16, 2048, 32, 14336).kernel, KernelFamily::sm90);  // 128 decode CTAs, K > 8192
+  EXPECT_EQ(plan_info(*h_, T::bf16, 4096, 32, 4096, {}, 2).kernel, KernelFamily::decode);  // a batch of 2: 64 tiles
+  EXPECT_EQ(plan_info(*h_, T::bf16, 4096, 32, 4096, {}, 3).kernel, KernelFamily::sm90);    // 96 tiles
+  EXPECT_EQ(plan_info(*h_, T::e4m3, 4096, 32, 4096).kernel, KernelFamily::decode);
+  EXPECT_EQ(plan_info(*h_, T::e4m3, 4096, 32, 4096).tile_m, 64);  // fp8 past N = 16: the warpgroup's math
+  EXPECT_EQ(plan_info(*h_, T::e4m3, 4096, 64, 4096).kernel, KernelFamily::decode);
+  EXPECT_EQ(plan_info(*h_, T::e5m2, 2048, 48, 8192).tile_m, 64);
+  EXPECT_EQ(plan_info(*h_, T::e4m3, 8192, 64, 4096).kernel, KernelFamily::sm90);  // 64 tiles: N <= 32
+  EXPECT_EQ(plan_info(*h_, T::e4m3, 2048, 32, 14336).kernel, KernelFamily::sm90);
+  EXPECT_EQ(plan_info(*h_, T::tf32, 4096, 32, 4096).kernel, KernelFamily::decode);
+  EXPECT_EQ(plan_info(*h_, T::tf32, 4096, 48, 4096).kernel, KernelFamily::sm90);
+  EXPECT_EQ(plan_info(*h_, T::tf32, 2048, 32, 8192).kernel, KernelFamily::sm90);  // tf32: K <= 4096 on 128 CTAs
+  EXPECT_EQ(plan_info(*h_, T::tf32, 4096, 32, 14336).kernel, KernelFamily::decode);
   EXPECT_EQ(info(512, 16).kernel, KernelFamily::sm90);    // 16 tiles of 32 rows: split K in clusters reaches more SMs
   EXPECT_EQ(info(11008, 16).kernel, KernelFamily::decode);
   EXPECT_EQ(info(28672, 16).kernel, KernelFamily::decode);

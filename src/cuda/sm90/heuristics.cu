@@ -91,16 +91,31 @@ int64_t per_split(int64_t stages, int64_t want) { return ((stages + want - 1) / 
 // give the decode kernel (N = 8-64 on the five decode weights; geomeans bf16 0.96, e4m3 0.97, s8
 // 0.93, tf32 0.96): the rules stand.
 constexpr int kDecodeMaxN = 16, kDecodeMaxKWide = 8192, kFp8DecodeMaxN = 8, kFp8DecodeMaxK = 4096;
-// Past its widest tile, in N tiles of 16 that each stream all of A's tile: N <= 32 for the 16-bit
-// types and N <= 64 for the 8-bit integers, where the main kernel's 128-row tiles reach at most a
-// quarter of the SMs, its own CTAs at least half of them (as at N <= 16) and K <= 4096. Measured
-// on the H100 (2026-11-27 10:10 UTC, cold L2, both kernels pinned, docs/benchmarks.md "The decode
-// kernel past N = 16; ..."): 4096 x 32 x 4096 bf16 1.13x, s8 1.21x, s8 4096 x 64 x 4096 1.14x;
-// bf16 4096 x 64 x 4096 0.92x, 4096 x {32, 64} x 14336 0.71-1.00x, the 11008-28672-row weights
-// 0.52-0.89x, e4m3 0.34-0.89x. (One 32-wide tile, A read once, ran 73.0 TFLOP/s at bf16 4096 x
-// 32 x 4096 against the two 16-wide tiles' 71.5 of the 10:10 call, and slower than them on the
-// larger weights, 12:28 UTC: not built.)
-constexpr int kDecodeWideMaxN16 = 32, kDecodeWideMaxN8 = 64, kDecodeWideMaxK = 4096, kDecodeWideTilesPerSm = 4;
+// Past its widest tile, in N tiles of 16 that each stream all of A's tile (fp8 on the warpgroup's
+// 64-row tiles, decode_math): where the main kernel's 128-row tiles reach at most half the SMs
+// (8448 rows with one batch entry), N <= 32, or N <= 64 for the 8-bit types where those tiles
+// reach at most a quarter of the SMs and K <= 8192; the decode CTAs (32-row tiles x N tiles) at
+// least half the SMs and at most one wave of kMaxCtasPerSm per SM; K <= 8192 (tf32: 4096), or
+// longer where those CTAs fill every SM. Measured on the H100 (2026-12-07 17:39-17:40 UTC, cold
+// L2, column-major D, the decode kernel pinned against the plan of 2a0d88c in one binary, 2
+// rounds; docs/benchmarks.md "The decode kernel past N = 16 for every type"), decode / main:
+//   bf16 and f16 N = 24-32: 2048 rows K = 8192 1.06-1.10x (14336: 0.93-0.97x, 128 CTAs), 4096
+//   rows K = 8192-14336 1.10-1.16x, 8192 rows 1.03-1.05x; 11008 and 14336 rows at K = 4096
+//   0.78-0.89x (688-896 CTAs, past one wave of 4 per SM);
+//   s8 N = 24-32 at 2048-8192 rows, K = 8192-14336, 1.08-1.31x; N = 48-64 at 2048 rows 1.16-1.48x,
+//   at 4096 rows 1.02-1.05x (K = 8192) and 0.89-0.91x (14336), at 8192 rows 0.66-0.83x;
+//   tf32 N = 24-32: 2048 rows K = 4096 1.08-1.11x (14336: 0.85x), 4096 rows 1.06-1.17x, 8192 rows
+//   1.06x (K = 4096) and 0.99x (14336); N = 48-64 past 2048 rows 0.63-0.86x;
+//   e4m3 (the warpgroup's math) N = 24-64 at 2048-4096 rows, K = 4096-8192: 0.97-1.19x (4096 x
+//   {32, 64} x 4096 1.15-1.17x, from 0.80-0.81x cuBLAS dense to 0.93); K = 14336 on 2048 rows
+//   0.83-0.96x; 8192 rows N = 24-48 1.04-1.12x, N = 64 0.92-1.00x; on the warps' math (32-row
+//   tiles, converted) 0.38-1.07x, so past N = 16 fp8 takes the warpgroup's.
+// (Before, from the H100 of 2026-11-27 10:10 UTC: 4096 x 32 x 4096 bf16 1.13x, s8 1.21x, s8 4096 x
+// 64 x 4096 1.14x; fp8 then had only the warps' math, 0.34-0.89x. One 32-wide tile, A read once,
+// ran 73.0 TFLOP/s at bf16 4096 x 32 x 4096 against the two 16-wide tiles' 71.5, and slower than
+// them on the larger weights, 12:28 UTC: not built.)
+constexpr int kDecodeWideMaxN = 32, kDecodeWideMaxN8 = 64, kDecodeWideMaxK = 8192, kDecodeWideMaxKTf32 = 4096;
+constexpr int kDecodeWideTilesPerSm = 2, kDecodeWide8TilesPerSm = 4;
 
 // Shared memory an SM gives its CTAs (the H100's 228 KB, 1 KB of it reserved per CTA) and the
 // decode kernel's depth: as many stages as fit the CTAs that share an SM, at most kMaxStages and
@@ -160,7 +175,10 @@ int decode_issuers(int64_t ctas, int sm_count) {
 // warpgroup"): the warpgroup's 1.03-1.07x at 14336 x {1, 8, 16} x 4096 (224 tiles) and 28672 x
 // {8, 16} x 8192 (448), 1.00-1.03x at 11008 x {8, 16} x 4096 (172), 1.00-1.02x at 4096 x {8, 16} x
 // 14336 (64) and 0.96x at 4096 x {8, 16} x 4096 (64: half the SMs, each CTA's A boxes of 64 rows
-// issued at ~5 cycles a row). In 2 parts of K (clusters) 0.89-1.00x of unsplit: not split.
+// issued at ~5 cycles a row). In 2 parts of K (clusters) 0.89-1.00x of unsplit: not split. Past
+// N = 16 (several N tiles) the warpgroup's on any weight: 1.09-2.19x the warps' at N = 32-128 on
+// 4096-28672 rows (H100, 2026-12-07 17:39 UTC, both pinned; docs/benchmarks.md "The decode kernel
+// past N = 16 for every type"), B's conversion per 8 columns then the warps' cost.
 decode::Math decode_math(const MatmulDesc& d, int sm_count, int pinned_rows) {
   if (pinned_rows) {
     if (pinned_rows != decode::kBlockM && pinned_rows != decode::kWgBlockM)
@@ -173,7 +191,7 @@ decode::Math decode_math(const MatmulDesc& d, int sm_count, int pinned_rows) {
     return decode::math_of(pinned_rows);
   }
   const bool wg = decode::has_warpgroup_math(d.a_type) &&
-                  gemm::padded_rows(d.m) / decode::kWgBlockM * d.batch >= sm_count;
+                  (d.n > kDecodeMaxN || gemm::padded_rows(d.m) / decode::kWgBlockM * d.batch >= sm_count);
   return wg ? decode::Math::warpgroup : decode::Math::warps;
 }
 
@@ -238,18 +256,23 @@ Config choose(const MatmulDesc& d, bool promoted, int inst_k, int sm_count, cons
     return c;
   }
   const int64_t m_pad = gemm::padded_rows(d.m);
-  const bool int8 = memory_bits(d.a_type) == 8 && !detail::gemm_promotes(d.a_type);
-  const int64_t wide_max_n = int8 ? kDecodeWideMaxN8 : memory_bits(d.a_type) == 16 ? kDecodeWideMaxN16 : 0;
-  if (pins.kernel == KernelFamily::automatic && !main_pinned && d.n <= std::max<int64_t>(kDecodeMaxN, wide_max_n)) {
-    // The weight in the decode kernel's 32-row tiles (whatever its math: fp8's warpgroup takes
-    // only weights of many), and in this kernel's.
-    const int64_t decode_ctas = decode::ctas(m_pad, d.n, decode::tile_width(d.n), decode::Math::warps) * d.batch,
-                  tiles = m_pad / kBlockM * d.batch;
+  // The weight in this kernel's tiles, and in the decode kernel's 32-row tiles (whatever its
+  // math: fp8's warpgroup takes 64) and N tiles.
+  const int64_t main_tiles = m_pad / kBlockM * d.batch;  // this kernel's rows (128) x batch
+  const bool eight_bit = memory_bits(d.a_type) == 8;
+  const int64_t wide_max_n = eight_bit && main_tiles * kDecodeWide8TilesPerSm <= sm_count && d.k <= kDecodeWideMaxK
+                                 ? kDecodeWideMaxN8
+                                 : kDecodeWideMaxN;
+  if (pins.kernel == KernelFamily::automatic && !main_pinned && d.n <= wide_max_n) {
+    const int64_t decode_ctas = decode::ctas(m_pad, d.n, decode::tile_width(d.n), decode::Math::warps) * d.batch;
     Config c = choose_decode(d, inst_k, sm_count, 0, 0, 0);
-    const bool wins = d.n > kDecodeMaxN ? d.k <= kDecodeWideMaxK && tiles * kDecodeWideTilesPerSm <= sm_count
+    const int64_t wide_max_k = d.a_type == ElemType::tf32 ? kDecodeWideMaxKTf32 : kDecodeWideMaxK;
+    const bool wins = d.n > kDecodeMaxN ? main_tiles * kDecodeWideTilesPerSm <= sm_count &&
+                                              decode_ctas <= int64_t{decode::kMaxCtasPerSm} * sm_count &&
+                                              (d.k <= wide_max_k || decode_ctas >= sm_count)
                       : detail::gemm_promotes(d.a_type)
                           ? d.n <= kFp8DecodeMaxN || c.block_m == decode::kWgBlockM ||
-                                (d.k <= kFp8DecodeMaxK && tiles * 3 <= sm_count * 2)
+                                (d.k <= kFp8DecodeMaxK && main_tiles * 3 <= sm_count * 2)
                           : d.n <= 8 || d.k <= kDecodeMaxKWide || memory_bits(d.a_type) == 8 || c.issuers > 1;
     if (decode_ctas * 2 >= sm_count && wins) {
       c.dependent_launch = pins.dependent_launch;
