@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "spmma/detail/gemm_pairs.hpp"
 #include "spmma/matmul.hpp"
 #include "spmma/types.hpp"
 #if defined(SPMMA_HAVE_CUDA)
@@ -27,9 +28,8 @@ sm90::Config plan(T t, int64_t m, int64_t n, int64_t k, int64_t batch = 1) {
   MatmulDesc d;
   d.a_type = d.b_type = t;
   d.m = m, d.n = n, d.k = k, d.batch = batch;
-  const bool fp8 = t == T::e4m3 || t == T::e5m2;
-  const int inst_k = t == T::tf32 ? 16 : t == T::bf16 || t == T::f16 ? 32 : 64;  // the sparse instruction's K
-  return sm90::choose(d, fp8, inst_k, kSms, PlanOptions{});
+  const int inst_k = 512 / type_info(t).bits;  // the sparse instruction's K: 512 bits of A's dense row
+  return sm90::choose(d, detail::gemm_promotes(t), inst_k, kSms, PlanOptions{});
 }
 
 struct Row {

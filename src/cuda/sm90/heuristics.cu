@@ -274,7 +274,7 @@ Config choose(const MatmulDesc& d, bool promoted, int inst_k, int sm_count, cons
                       : detail::gemm_promotes(d.a_type)
                           ? d.n <= kFp8DecodeMaxN || c.block_m == decode::kWgBlockM ||
                                 (d.k <= kFp8DecodeMaxK && main_tiles * 3 <= sm_count * 2)
-                          : d.n <= 8 || d.k <= kDecodeMaxKWide || memory_bits(d.a_type) == 8 || c.issuers > 1;
+                          : d.n <= 8 || d.k <= kDecodeMaxKWide || eight_bit || c.issuers > 1;
     if (decode_ctas * 2 >= sm_count && wins) {
       c.dependent_launch = pins.dependent_launch;
       return c;
