@@ -222,6 +222,8 @@ CHECKED = (
     ("docs/benchmarks.md", "--sequence", sequence, ("docs/data/bench-h100-decode-1eb84dc.json",)),
     ("docs/benchmarks.md", "--decode", decode, ("docs/data/bench-h100-decode-issuers.json",)),
     ("docs/benchmarks.md", "--sequence", sequence, ("docs/data/bench-h100-decode-issuers.json",)),
+    ("docs/benchmarks.md", "--decode", decode, ("docs/data/bench-h100-decode-72cf3f6.json",)),
+    ("docs/benchmarks.md", "--sequence", sequence, ("docs/data/bench-h100-decode-72cf3f6.json",)),
     ("docs/python.md", "--mlp", mlp, ("docs/data/torch-mlp-h100.json", "docs/data/torch-mlp-h100-c75ee41.json", "c75ee41")),
 )
 
