@@ -100,9 +100,10 @@ constexpr int kDecodeMaxN = 16, kDecodeMaxKWide = 8192, kFp8DecodeMaxN = 8, kFp8
 // L2, column-major D, the decode kernel pinned against the plan of 2a0d88c in one binary, 2
 // rounds; docs/benchmarks.md "The decode kernel past N = 16 for every type"), decode / main:
 //   bf16 and f16 N = 24-32: 2048 rows K = 8192 1.06-1.10x (14336: 0.93-0.97x, 128 CTAs), 4096
-//   rows K = 8192-14336 1.10-1.16x, 8192 rows 1.03-1.05x (K = 8192-14336; K = 4096 there, for
-//   s8 too, not measured: taken as tf32 and e4m3 ran it, 1.06x and 1.12x); 11008 and 14336 rows at
-//   K = 4096 0.78-0.89x (688-896 CTAs, past one wave of 4 per SM);
+//   rows K = 8192-14336 1.10-1.16x, 8192 rows 1.03-1.05x (K = 8192-14336; K = 4096 there, taken
+//   unmeasured as tf32 and e4m3 ran it, 1.06x and 1.12x: 1.11-1.12x, s8 1.19-1.20x, on the H100 of
+//   2026-12-08 with this rule); 11008 and 14336 rows at K = 4096 0.78-0.89x (688-896 CTAs, past
+//   one wave of 4 per SM);
 //   s8 N = 24-32 at 2048-8192 rows, K = 8192-14336, 1.08-1.31x; N = 48-64 at 2048 rows 1.16-1.48x,
 //   at 4096 rows 1.02-1.05x (K = 8192) and 0.89-0.91x (14336), at 8192 rows 0.66-0.83x;
 //   tf32 N = 24-32: 2048 rows K = 4096 1.08-1.11x (14336: 0.85x), 4096 rows 1.06-1.17x, 8192 rows
@@ -111,6 +112,8 @@ constexpr int kDecodeMaxN = 16, kDecodeMaxKWide = 8192, kFp8DecodeMaxN = 8, kFp8
 //   {32, 64} x 4096 1.15-1.17x: from 0.80-0.89x cuBLAS dense to 0.93-1.04x in two calls); K =
 //   14336 on 2048 rows 0.83-0.96x; 8192 rows N = 24-48 1.04-1.12x, N = 64 0.92-1.00x; on the
 //   warps' math (32-row tiles, converted) 0.38-1.07x, so past N = 16 fp8 takes the warpgroup's.
+// The rule itself (72cf3f6) against 2a0d88c's plan (--kernel sm90), H100, 2026-12-08 00:43 UTC,
+// same call: the 43 rows it moved 1.01-1.49x faster (geometric mean 1.13), none slower.
 // (Before, from the H100 of 2026-11-27 10:10 UTC: 4096 x 32 x 4096 bf16 1.13x, s8 1.21x, s8 4096 x
 // 64 x 4096 1.14x; fp8 then had only the warps' math, 0.34-0.89x. One 32-wide tile, A read once,
 // ran 73.0 TFLOP/s at bf16 4096 x 32 x 4096 against the two 16-wide tiles' 71.5, and slower than
