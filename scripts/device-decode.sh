@@ -5,7 +5,8 @@
 # and the profiler's kernel time), then `spmma bench --sweep decode` on the same shapes, types and
 # L2 modes with those records beside it, D column-major (a linear layer's Y = X·Wᵀ). Writes
 # $OUT/cslt-decode.json, $OUT/bench-decode.json, $OUT/decode.txt (the printed table) and
-# $OUT/decode.md (docs/benchmarks.md's tables: scripts/benchmarks_md.py --decode and --sequence).
+# $OUT/decode.md (docs/benchmarks.md's tables: scripts/benchmarks_md.py --decode, --sequence and
+# --targets).
 # TYPES (default bf16,e4m3), CSLT_LIMIT and BENCH_LIMIT (seconds) as environment variables;
 # COMPARE="--opt ..." runs the sweep's cold rows once more with those bench options (for example
 # --no-dependent-launch), into $OUT/bench-decode-compare.json, and prints both side by side.
@@ -30,7 +31,8 @@ if [ -n "${COMPARE:-}" ]; then
   echo "spmma bench $COMPARE: exit $? after $(($(date +%s) - t0)) s"
 fi
 { python3 scripts/benchmarks_md.py --decode "$out/bench-decode.json"; echo
-  python3 scripts/benchmarks_md.py --sequence "$out/bench-decode.json"; } > "$out/decode.md" 2>&1
+  python3 scripts/benchmarks_md.py --sequence "$out/bench-decode.json"; echo
+  python3 scripts/benchmarks_md.py --targets "$out/bench-decode.json"; } > "$out/decode.md" 2>&1
 cat "$out/decode.md"
 if [ -n "${COMPARE:-}" ]; then
   python3 - "$out/bench-decode.json" "$out/bench-decode-compare.json" <<'PY' | tee "$out/compare.md"
