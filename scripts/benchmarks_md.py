@@ -40,6 +40,11 @@ def f(x, nd=1):
     return "-" if x is None else f"{x:.{nd}f}"
 
 
+def pair(x, y):
+    # A ratio alone and, in brackets, layer after layer.
+    return f"{f(x, 2)} ({f(y, 2)})"
+
+
 def provenance_line(rows):
     p = rows[0].get("provenance") if rows else None
     if not p:  # records from before provenance (2026-11-23): only the device is known
@@ -217,10 +222,6 @@ def targets(rows):
         ma, mb = met(*a), bool(b) and met(*b)
         c = count.setdefault(t, [0, 0, 0, 0, 0])
         c[0] += 1; c[1] += ma; c[2] += mb; c[3] += bool(bound) and allowed < bound; c[4] += bool(bound)
-
-        def pair(x, y):
-            return f"{f(x, 2)} ({f(y, 2)})"
-
         print(f"| {t} | {m}×{k} | {n} | {pair(a[0], b and b[0])} | {pair(a[1], b and b[1])} | {pair(a[2], b and b[2])} | "
               f"{f(allowed / bound if bound else None, 2)} | {'yes' if ma else 'no'} | {'yes' if mb else 'no'} |")
     print()
