@@ -220,14 +220,18 @@ def targets(rows):
                       ([r["weight_bytes"] / (TARGET_COPY * cr * 1e9) * 1e3] if n <= 16 else []))
         bound = r.get("stream_bound_ms")
         ma, mb = met(*a), bool(b) and met(*b)
-        c = count.setdefault(t, [0, 0, 0, 0, 0])
-        c[0] += 1; c[1] += ma; c[2] += mb; c[3] += bool(bound) and allowed < bound; c[4] += bool(bound)
+        c = count.setdefault(t, dict(rows=0, alone=0, seq=0, beyond=0, bounded=0))
+        c["rows"] += 1
+        c["alone"] += ma
+        c["seq"] += mb
+        c["bounded"] += bool(bound)
+        c["beyond"] += bool(bound) and allowed < bound
         print(f"| {t} | {m}×{k} | {n} | {pair(a[0], b and b[0])} | {pair(a[1], b and b[1])} | {pair(a[2], b and b[2])} | "
               f"{f(allowed / bound if bound else None, 2)} | {'yes' if ma else 'no'} | {'yes' if mb else 'no'} |")
     print()
-    for t, (rows_, alone, seq, beyond, bounded) in count.items():
-        print(f"{t}: every clause met on {alone} of {rows_} rows alone, {seq} in sequence; " +
-              (f"on {beyond} of {bounded} the clauses allow less time than the row's bound." if bounded
+    for t, c in count.items():
+        print(f"{t}: every clause met on {c['alone']} of {c['rows']} rows alone, {c['seq']} in sequence; " +
+              (f"on {c['beyond']} of {c['bounded']} the clauses allow less time than the row's bound." if c["bounded"]
                else "the records carry no bound (before 2026-11-29)."))
 
 
