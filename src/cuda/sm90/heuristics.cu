@@ -113,7 +113,9 @@ constexpr int kDecodeMaxN = 16, kDecodeMaxKWide = 8192, kFp8DecodeMaxN = 8, kFp8
 //   14336 on 2048 rows 0.83-0.96x; 8192 rows N = 24-48 1.04-1.12x, N = 64 0.92-1.00x; on the
 //   warps' math (32-row tiles, converted) 0.38-1.07x, so past N = 16 fp8 takes the warpgroup's.
 // The rule itself (72cf3f6) against 2a0d88c's plan (--kernel sm90), H100, 2026-12-08 00:43 UTC,
-// same call: the 43 rows it moved 1.01-1.49x faster (geometric mean 1.13), none slower.
+// same call, cold L2: the 43 rows it moved 1.01-1.49x faster (geometric mean 1.13), none slower.
+// Hot, not yet measured in one call: e4m3 4096 x 32 x 14336 ran 0.82x the day before's main kernel
+// in the decode sweep (docs/benchmarks.md, "Not measured: the rule with a hot L2").
 // (Before, from the H100 of 2026-11-27 10:10 UTC: 4096 x 32 x 4096 bf16 1.13x, s8 1.21x, s8 4096 x
 // 64 x 4096 1.14x; fp8 then had only the warps' math, 0.34-0.89x. One 32-wide tile, A read once,
 // ran 73.0 TFLOP/s at bf16 4096 x 32 x 4096 against the two 16-wide tiles' 71.5, and slower than
